@@ -1,0 +1,51 @@
+# WorldOlympiad + Inferix — every target sets up what it needs (idempotent).
+#   make demo    set up, then evaluate the embedded default model on the smoke suite
+#   make test    set up, then run the test suite (not gpu/slow)
+#   make lint    ruff + mypy
+#   make bench   the benchmarks in bench/ (print ratios; never fail on timing)
+
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+# A matched pair that lies on local disk on the project's machines (REFERENCE.md §E).
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+APT_PACKAGES := libosmesa6 libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 chromium
+STAMP := .setup.stamp
+
+.PHONY: setup system-deps demo test test-all lint bench lvbench-ci clean
+
+system-deps:
+	@if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = "0" ]; then \
+		missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+		if [ -n "$$missing" ]; then echo "apt-get install$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi; \
+	else echo "skipping apt packages (not root or no apt-get): need $(APT_PACKAGES)"; fi
+
+$(STAMP): pyproject.toml
+	$(MAKE) system-deps
+	$(PIP) install -q $(TORCH_PINS)
+	$(PIP) install -q -e ".[all,test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	MUJOCO_GL=$${MUJOCO_GL:-egl} evaluate-model
+
+test: setup
+	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m pytest -q
+
+test-all: setup
+	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m pytest -q -m ""
+
+lint: setup
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy
+
+bench: setup
+	@for f in bench/bench_*.py; do echo "== $$f"; MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) $$f || exit 1; done
+
+lvbench-ci: setup
+	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m worldolympiad.cli.main lvbench --ci
+
+clean:
+	rm -rf $(STAMP) runs .pytest_cache

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Commit only the given paths, retrying while another process holds the git index lock.
+# Usage: scripts/commit.sh "message" path [path ...]
+set -u
+msg="$1"; shift
+for i in $(seq 1 30); do
+  if git add -A -- "$@" 2>/dev/null && git commit -q -m "$msg" -- "$@"; then exit 0; fi
+  if [ -f .git/index.lock ]; then sleep 2; continue; fi
+  # nothing to commit, or a real error
+  git status --short -- "$@" | head -5
+  exit 1
+done
+echo "could not get the git index lock" >&2; exit 1

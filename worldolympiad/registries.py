@@ -1,0 +1,95 @@
+"""The project's registries and their built-in (lazy) entries.
+
+``worldolympiad`` never imports ``tracks``, ``scenarios`` or ``leaderboard`` at module
+level (DESIGN.md §2): it names them here as ``"module:attr"`` strings.
+
+=============  ===========================================================  ==========================
+registry       value                                                        spec syntax
+=============  ===========================================================  ==========================
+MODELS         factory ``(arg: str | None, **options) -> WorldModel``       ``prefix[:arg]``
+TRACKS         :class:`worldolympiad.track.Track` subclass                  ``physics``
+SUITES         ``() -> list[Case]``                                         ``smoke``
+JUDGES         factory ``(arg: str | None, **options) -> Judge``            ``hf:PATH``
+GENERATORS     ``(case: Case, seed: int) -> Rendered`` reference renderer   ``case.metadata["generator"]``
+PERTURBATIONS  ``(video: Video, case: Case, strength: float, rng) -> Video`` ``perturbed:NAME@STRENGTH``
+SEGMENTERS     factory ``(**options) -> Segmenter``                          ``opencv``
+=============  ===========================================================  ==========================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worldolympiad.registry import Registry
+
+MODELS: Registry[Any] = Registry("models")
+TRACKS: Registry[Any] = Registry("tracks")
+SUITES: Registry[Any] = Registry("suites")
+JUDGES: Registry[Any] = Registry("judges")
+# Filled by the scenarios package when first looked up (it registers its own entries).
+GENERATORS: Registry[Any] = Registry("generators", providers=("scenarios.registry",))
+PERTURBATIONS: Registry[Any] = Registry("perturbations", providers=("scenarios.registry",))
+SEGMENTERS: Registry[Any] = Registry("segmenters")
+
+# ---------------------------------------------------------------- models
+MODELS.register("videos", "worldolympiad.models.videos:VideosModel",
+                description="pre-generated videos named by case id: videos:DIR (also the public WorldOlympiad layout)")
+MODELS.register("reference", "worldolympiad.models.reference:ReferenceModel",
+                description="the scenario's simulator ground truth")
+MODELS.register("perturbed", "worldolympiad.models.reference:PerturbedModel",
+                description="ground truth with a known defect: perturbed:NAME[@STRENGTH]")
+MODELS.register("diffusers", "worldolympiad.models.diffusers:DiffusersModel",
+                description="any local diffusers text/image-to-video pipeline: diffusers:PATH")
+MODELS.register("inferix", "worldolympiad.models.inferix:InferixModel",
+                description="any model the Inferix engine serves: inferix:NAME_OR_PATH")
+
+# ---------------------------------------------------------------- tracks
+TRACKS.register("physics", "tracks.physics:PhysicsTrack",
+                description="mechanics, thermal and material rules: segmentation + kinematic checks + MLLM judge")
+TRACKS.register("geometry", "tracks.geometry:GeometryTrack",
+                description="camera recovery, Gaussian-splat reconstruction, ATE/RPE, cross-view consistency")
+TRACKS.register("interaction", "tracks.interaction:InteractionTrack",
+                description="action following (direction and magnitude), chunk-transition smoothness, consistency")
+TRACKS.register("longvideo", "tracks.longvideo:LongVideoTrack",
+                description="LV-Bench Video Drift Error over quality signals")
+
+# ---------------------------------------------------------------- judges
+JUDGES.register("none", "worldolympiad.judges:NoJudge", description="no MLLM: model-free evidence only")
+JUDGES.register("hf", "worldolympiad.judges.hf:HFJudge",
+                description="local transformers vision-language model: hf:PATH")
+JUDGES.register("openai", "worldolympiad.judges.openai:OpenAIJudge",
+                description="OpenAI-compatible server: openai:BASE_URL#MODEL")
+
+# ---------------------------------------------------------------- suites
+for _name, _desc in [
+    ("smoke", "one tiny case per family, <= 64 px, renders in seconds (CI)"),
+    ("gaming", "Atari games and a first-person maze"),
+    ("robotics", "a real arm model pushing, picking and placing"),
+    ("realworld", "real clips and textured fly-throughs"),
+    ("physics", "mechanics, thermal and material phenomena"),
+    ("standard", "the benchmark: every family, 128-256 px, several seeds"),
+]:
+    SUITES.register(_name, f"scenarios.suites:{_name}_suite", description=_desc)
+
+# ---------------------------------------------------------------- segmenters
+SEGMENTERS.register("opencv", "tracks.physics.segmentation:OpenCVSegmenter",
+                    description="model-free motion + colour segmentation (default)")
+SEGMENTERS.register("sam", "tracks.physics.segmentation:SAMSegmenter",
+                    description="segment-anything from a local checkpoint: sam:PATH")
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """Split ``"prefix:arg"`` into ``("prefix", "arg")``; ``"prefix"`` gives ``("prefix", None)``."""
+    spec = spec.strip()
+    if not spec:
+        raise ValueError("empty spec; expected e.g. 'videos:DIR', 'reference', 'perturbed:gravity_reversed@1.0'")
+    if ":" in spec:
+        prefix, arg = spec.split(":", 1)
+        return prefix, arg
+    return spec, None
+
+
+def load_plugins_into_all() -> None:
+    """Force entry-point discovery for every registry (used by ``worldolympiad ls``)."""
+    for reg in (MODELS, TRACKS, SUITES, JUDGES, GENERATORS, PERTURBATIONS, SEGMENTERS):
+        reg.names()

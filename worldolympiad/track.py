@@ -1,0 +1,125 @@
+"""The ``Track`` interface and the context the evaluator hands to it.
+
+A track scores one generated video of one case. It returns a :class:`TrackOutput`
+(metrics, a score in [0, 1] or ``None``, coverage, artifacts); the evaluator wraps it in a
+:class:`~worldolympiad.types.TrackResult` with the case id, model, seed and timings.
+
+Contract:
+    * :meth:`Track.applicability` says *why not* (a reason string) when the track cannot
+      judge this case, e.g. "case has no camera trajectory". The evaluator then writes a
+      ``not_applicable`` row — never a zero.
+    * :meth:`Track.evaluate` may raise; the evaluator records the exception as the row's
+      error and goes on. Prefer returning metrics with ``status="failed"`` and a reason
+      when only some metrics fail.
+    * Tracks are deterministic given ``ctx.seed``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from worldolympiad.types import Case, MetricValue, Video
+
+
+@dataclass
+class EvalContext:
+    """What a track may use besides the video and the case.
+
+    Attributes:
+        seed: the evaluation seed (for any sampling inside the track).
+        device: ``"cpu"`` or ``"cuda"`` (already resolved from ``auto``).
+        work_dir: a folder private to this (case, seed, track) for artifacts.
+        cache_dir: a folder shared by the run for content-addressed caches (judge calls...).
+        judge_spec: the judge SPEC string (``"none"`` when no MLLM is configured).
+        options: free-form track options from the RunSpec (``{"physics.segmenter": "sam:/ckpt"}``).
+        reference_loader: returns the case's reference video (or ``None``); loaded lazily.
+    """
+
+    seed: int = 0
+    device: str = "cpu"
+    work_dir: Path = field(default_factory=lambda: Path("."))
+    cache_dir: Path = field(default_factory=lambda: Path(".cache"))
+    judge_spec: str = "none"
+    options: dict[str, Any] = field(default_factory=dict)
+    reference_loader: Callable[[], Video | None] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    _reference: Video | None = field(default=None, repr=False)
+    _reference_loaded: bool = field(default=False, repr=False)
+    _judge: Any = field(default=None, repr=False)
+
+    def reference(self) -> Video | None:
+        """The case's reference video, or ``None`` when the case has none."""
+        if not self._reference_loaded:
+            self._reference = self.reference_loader() if self.reference_loader else None
+            self._reference_loaded = True
+        return self._reference
+
+    def judge(self) -> Any:
+        """The configured MLLM judge (built once), or ``None`` when the spec is ``none``."""
+        if self.judge_spec in ("", "none"):
+            return None
+        if self._judge is None:
+            from worldolympiad.judges import build_judge
+
+            self._judge = build_judge(self.judge_spec, cache_dir=self.cache_dir / "judge")
+        return self._judge
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Accumulate wall time of a stage into ``timings`` (reported per row)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - t0
+
+
+@dataclass
+class TrackOutput:
+    """What :meth:`Track.evaluate` returns."""
+
+    metrics: list[MetricValue]
+    score: float | None
+    coverage: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+class Track:
+    """Base class of tracks. Subclasses set ``name``, ``version`` and implement :meth:`evaluate`."""
+
+    name: ClassVar[str] = "track"
+    version: ClassVar[str] = "1"
+
+    def applicability(self, case: Case) -> str | None:
+        """``None`` if this track can judge ``case``, else the reason it cannot."""
+        if self.name not in case.tracks:
+            return f"case {case.id!r} does not list track {self.name!r} in its 'tracks'"
+        return None
+
+    def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
+        raise NotImplementedError
+
+
+def mean_normalized(metrics: list[MetricValue], weights: dict[str, float] | None = None) -> float | None:
+    """Weighted mean of the ``normalized`` values that exist (``None`` if none do).
+
+    Metrics that are ``not_applicable`` are dropped; ``failed`` ones count with their
+    documented floor when they carry one.
+    """
+    num = den = 0.0
+    for m in metrics:
+        if m.normalized is None:
+            continue
+        w = 1.0 if weights is None else weights.get(m.name, 0.0)
+        num += w * m.normalized
+        den += w
+    return num / den if den > 0 else None

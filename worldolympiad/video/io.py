@@ -1,0 +1,281 @@
+"""Video reading and writing on PyAV.
+
+* :func:`read_video` decodes mp4/webm/avi/mkv/gif (any pixel format, grayscale, RGBA,
+  16-bit, odd sizes) into ``uint8 [T, H, W, 3]`` RGB, optionally sampling frames by
+  count or by fps.
+* :func:`write_video` writes H.264 mp4 (yuv420p, even sizes padded by edge
+  replication; odd sizes that must stay exact use yuv444p).
+* :func:`read_chunk_timestamps` / :func:`write_chunk_timestamps` handle the public
+  WorldOlympiad ``*_chunk_timestamps.json`` format (REFERENCE.md §A).
+
+Every failure raises :class:`VideoError` with the file and what to do about it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from worldolympiad.types import Chunk, Video
+
+
+class VideoError(ValueError):
+    """A video file is missing, unreadable or empty. The message names the file and the fix."""
+
+
+def _to_rgb_uint8(arr: np.ndarray) -> np.ndarray:
+    """Any decoded frame array → ``uint8 [H, W, 3]``."""
+    if arr.dtype == np.uint16:
+        arr = (arr >> 8).astype(np.uint8)
+    elif arr.dtype != np.uint8:
+        arr = np.clip(arr, 0, 255).astype(np.uint8)
+    if arr.ndim == 2:
+        arr = np.repeat(arr[..., None], 3, axis=2)
+    elif arr.shape[2] == 1:
+        arr = np.repeat(arr, 3, axis=2)
+    elif arr.shape[2] == 4:
+        arr = arr[..., :3]
+    return np.ascontiguousarray(arr)
+
+
+def probe_video(path: str | Path) -> dict[str, Any]:
+    """Container facts without decoding every frame: fps, frame count (may be estimated), size."""
+    import av
+
+    path = Path(path)
+    _check_file(path)
+    try:
+        with av.open(str(path)) as c:
+            if not c.streams.video:
+                raise VideoError(f"{path}: has no video stream; re-export it as H.264 mp4")
+            s = c.streams.video[0]
+            fps = float(s.average_rate) if s.average_rate else (float(s.guessed_rate) if s.guessed_rate else 0.0)
+            n = s.frames or 0
+            if not n and s.duration and s.time_base and fps:
+                n = int(round(float(s.duration * s.time_base) * fps))
+            return {"fps": fps, "num_frames": int(n), "height": s.height, "width": s.width, "codec": s.codec_context.name}
+    except VideoError:
+        raise
+    except Exception as e:  # noqa: BLE001 - PyAV raises many types
+        raise VideoError(f"{path}: cannot be opened as a video ({type(e).__name__}: {e}); "
+                         "check it is a complete mp4/webm/avi/mkv/gif file") from e
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise VideoError(f"{path}: file not found; generate it or fix the path")
+    if path.is_dir():
+        raise VideoError(f"{path}: is a folder, expected a video file")
+    if path.stat().st_size == 0:
+        raise VideoError(f"{path}: file is empty (0 bytes); regenerate it")
+
+
+def read_video(
+    path: str | Path,
+    *,
+    num_frames: int | None = None,
+    fps: float | None = None,
+    max_frames: int | None = None,
+    chunks: Sequence[Chunk] = (),
+    min_frames: int = 1,
+) -> Video:
+    """Decode a video into RGB uint8 frames.
+
+    Args:
+        path: mp4 / webm / avi / mkv / gif file.
+        num_frames: if set, sample this many frames evenly over the whole video.
+        fps: if set, resample to this frame rate (nearest frame in time).
+        max_frames: stop decoding after this many frames (before sampling).
+        chunks: chunk boundaries to attach (in frames of the *returned* video).
+        min_frames: fewer decoded frames than this is an error.
+
+    Raises:
+        VideoError: missing, empty, truncated-beyond-use or non-video file; too few frames.
+    """
+    import av
+
+    path = Path(path)
+    _check_file(path)
+    frames: list[np.ndarray] = []
+    src_fps = 0.0
+    decode_error: str | None = None
+    try:
+        container = av.open(str(path))
+    except Exception as e:  # noqa: BLE001
+        raise VideoError(f"{path}: not a readable video ({type(e).__name__}: {e}); "
+                         "check the file is a complete mp4/webm/avi/mkv/gif") from e
+    with container:
+        if not container.streams.video:
+            raise VideoError(f"{path}: has no video stream; re-export it as H.264 mp4")
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        rate = stream.average_rate or stream.guessed_rate
+        src_fps = float(rate) if rate else 0.0
+        try:
+            for frame in container.decode(stream):
+                frames.append(_to_rgb_uint8(frame.to_ndarray(format="rgb24")))
+                if max_frames is not None and len(frames) >= max_frames:
+                    break
+        except Exception as e:  # noqa: BLE001 - truncated files raise mid-stream
+            decode_error = f"{type(e).__name__}: {e}"
+    if not frames:
+        extra = f" (decoder said: {decode_error})" if decode_error else ""
+        raise VideoError(f"{path}: contains no decodable frames{extra}; the file is truncated or not a video — regenerate it")
+    if len(frames) < min_frames:
+        raise VideoError(f"{path}: has {len(frames)} frame(s), at least {min_frames} needed; generate a longer video")
+    # Frames of one video may differ in size only if the stream changes resolution mid-way.
+    h, w = frames[0].shape[:2]
+    if any(f.shape[:2] != (h, w) for f in frames):
+        raise VideoError(f"{path}: frame size changes mid-stream; re-encode it at one resolution")
+    arr = np.stack(frames)
+    if src_fps <= 0:
+        src_fps = fps or 24.0
+    metadata: dict[str, Any] = {"source_fps": src_fps, "decoded_frames": len(frames)}
+    if decode_error:
+        metadata["decode_warning"] = decode_error
+    out_fps = src_fps
+    if fps is not None and fps > 0 and abs(fps - src_fps) > 1e-6:
+        idx = resample_indices(len(arr), src_fps, fps)
+        arr = arr[idx]
+        out_fps = fps
+        metadata["resampled_from_fps"] = src_fps
+    if num_frames is not None:
+        idx = sample_indices(len(arr), num_frames)
+        arr = arr[idx]
+        metadata["sampled_indices"] = idx.tolist()
+    return Video(frames=arr, fps=out_fps, chunks=tuple(chunks), source=str(path), metadata=metadata)
+
+
+def sample_indices(total: int, count: int) -> np.ndarray:
+    """``count`` frame indices spread evenly over ``[0, total)`` (first and last included)."""
+    if total < 1:
+        raise ValueError(f"cannot sample from {total} frames")
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    if count == 1:
+        return np.array([0])
+    return np.round(np.linspace(0, total - 1, count)).astype(np.int64)
+
+
+def resample_indices(total: int, src_fps: float, dst_fps: float) -> np.ndarray:
+    """Indices of the source frames nearest to each output time at ``dst_fps``."""
+    duration = total / src_fps
+    n_out = max(1, int(np.floor(duration * dst_fps + 1e-9)))
+    t = np.arange(n_out) / dst_fps
+    return np.clip(np.round(t * src_fps).astype(np.int64), 0, total - 1)
+
+
+def write_video(
+    path: str | Path,
+    frames: np.ndarray,
+    fps: float,
+    *,
+    crf: int = 18,
+    pix_fmt: str = "yuv420p",
+    preset: str = "medium",
+) -> Path:
+    """Write ``uint8 [T, H, W, 3]`` frames as H.264 mp4 (deterministic: single-threaded x264).
+
+    yuv420p needs even sizes: odd sizes are padded by one replicated row/column unless
+    ``pix_fmt="yuv444p"``. Use ``crf=0`` with ``yuv444p`` for (near) lossless output.
+    """
+    import av
+
+    frames = np.asarray(frames)
+    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
+        raise ValueError(f"frames must be uint8 [T, H, W, 3], got dtype={frames.dtype} shape={frames.shape}")
+    if len(frames) == 0:
+        raise ValueError("cannot write a video with zero frames")
+    if pix_fmt == "yuv420p" and (frames.shape[1] % 2 or frames.shape[2] % 2):
+        ph, pw = frames.shape[1] % 2, frames.shape[2] % 2
+        frames = np.pad(frames, ((0, 0), (0, ph), (0, pw), (0, 0)), mode="edge")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    from fractions import Fraction
+
+    rate = Fraction(fps).limit_denominator(1001)
+    with av.open(str(tmp), mode="w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=rate)
+        stream.width = frames.shape[2]
+        stream.height = frames.shape[1]
+        stream.pix_fmt = pix_fmt
+        stream.options = {"crf": str(crf), "preset": preset, "threads": "1"}
+        stream.codec_context.thread_count = 1
+        for f in frames:
+            frame = av.VideoFrame.from_ndarray(f, format="rgb24")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    tmp.replace(path)  # atomic: a killed writer never leaves a half file under the real name
+    return path
+
+
+# ------------------------------------------------------------ chunk timestamps
+
+
+def write_chunk_timestamps(path: str | Path, video_path: str | Path, fps: float, total_frames: int,
+                           chunks: Sequence[Chunk]) -> Path:
+    """Write the public ``<prefix>_gen_<id>_chunk_timestamps.json`` format.
+
+    ``frame_end`` in that format is *inclusive*; ours is exclusive, converted here.
+    """
+    payload = {
+        "version": 1,
+        "video_path": str(video_path),
+        "fps": fps,
+        "total_frames": total_frames,
+        "duration_sec": total_frames / fps,
+        "chunks": [
+            {
+                "chunk_index": c.index,
+                "source_interval": None,
+                "frame_start": c.frame_start,
+                "frame_end": c.frame_end - 1,
+                "generated_start_sec": c.frame_start / fps,
+                "generated_end_sec": c.frame_end / fps,
+            }
+            for c in chunks
+        ],
+    }
+    path = Path(path)
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def read_chunk_timestamps(path: str | Path, captions: Sequence[str] = (),
+                          actions: Sequence[Any] = ()) -> tuple[float, int, tuple[Chunk, ...]]:
+    """Read a ``*_chunk_timestamps.json`` file → ``(fps, total_frames, chunks)`` (exclusive ends).
+
+    Raises:
+        VideoError: the file is missing or malformed (names the missing key).
+    """
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise VideoError(f"{path}: chunk timestamps file not found") from e
+    except json.JSONDecodeError as e:
+        raise VideoError(f"{path}: not valid JSON ({e.msg}, line {e.lineno}); fix or delete the file") from e
+    try:
+        fps = float(d["fps"])
+        total = int(d["total_frames"])
+        chunks = []
+        for i, c in enumerate(d["chunks"]):
+            idx = int(c.get("chunk_index", i))
+            if "frame_start" in c:
+                start, end = int(c["frame_start"]), int(c["frame_end"]) + 1
+            else:
+                start = int(round(float(c["generated_start_sec"]) * fps))
+                end = int(round(float(c["generated_end_sec"]) * fps))
+            chunks.append(Chunk(idx, start, min(end, total),
+                                captions[i] if i < len(captions) else "",
+                                actions[i] if i < len(actions) else None))
+    except KeyError as e:
+        raise VideoError(f"{path}: missing key {e} in chunk timestamps; see REFERENCE.md §A for the format") from e
+    return fps, total, tuple(chunks)
