@@ -1,0 +1,26 @@
+"""Inferix models: the block-causal Wan DiT, its attention boundary, VAE and text encoder.
+
+Import-light: torch-heavy modules load only when their names are used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "AttentionBackend": "inferix.models.attention",
+    "ContiguousKVCache": "inferix.models.attention",
+    "FullAttention": "inferix.models.attention",
+    "RopeApplier": "inferix.models.attention",
+    "block_causal_mask": "inferix.models.attention",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'inferix.models' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
