@@ -1,0 +1,149 @@
+"""Model-free quality signals measured per chunk for Video Drift Error.
+
+LV-Bench computes VDE over six VBench signals that all need network weights (MUSIQ, AMT,
+LAION-aesthetic on CLIP ViT-L/14, CLIP, DINO, RAFT). These are their model-free
+complements, each measuring the same property with classical image analysis so the track
+runs anywhere; :mod:`tracks.longvideo.learned` swaps in the learned signals when local
+weights are given.
+
+=============  ==========================================================================
+signal         model-free definition (per chunk, frames at <= 128 px)
+=============  ==========================================================================
+clarity        mean variance of the Laplacian of the grey frames (focus / sharpness)
+motion         1 - mean |I_t - interp(I_{t-1}, I_{t+1})| / 255, the middle frame rebuilt
+               by warping its neighbours half-way along DIS optical flow (VBench's
+               "re-interpolate dropped frames" idea without AMT)
+aesthetic      0.5 * colourfulness (Hasler & Suesstrunk 2003) / 100 + 0.5 * RMS contrast / 128
+background     mean over frames of the HSV colour-histogram intersection with the chunk's
+               first frame and with the previous frame (averaged)
+subject        the same with SSIM of the grey frames (structure rather than colour)
+dynamic        mean over frame pairs of the mean of the top-5 % optical-flow magnitudes
+               (pixels per frame at the analysis resolution)
+=============  ==========================================================================
+
+All signals are positive for natural video, so the VDE ratio ``|m_i - m_1| / m_1`` is
+meaningful; a frozen video has ``dynamic = 0`` in its first chunk and VDE is then ``inf``
+as the published formula says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracks.interaction.flow import FlowEstimator, resize_rgb, to_gray, warp
+
+SIGNALS: tuple[str, ...] = ("clarity", "motion", "aesthetic", "background", "subject", "dynamic")
+
+
+@dataclass
+class ChunkView:
+    """One chunk prepared for analysis: RGB ``[T, h, w, 3]`` and grey ``[T, h, w]`` at <= 128 px."""
+
+    rgb: np.ndarray
+    gray: np.ndarray
+
+    @classmethod
+    def from_frames(cls, frames: np.ndarray, max_side: int = 128) -> ChunkView:
+        rgb = resize_rgb(frames, max_side)
+        return cls(rgb=rgb, gray=to_gray(rgb, max_side))
+
+
+def clarity(view: ChunkView) -> float:
+    """Mean variance of the Laplacian (higher = sharper)."""
+    import cv2
+
+    return float(np.mean([cv2.Laplacian(g.astype(np.float32), cv2.CV_32F).var() for g in view.gray]))
+
+
+def motion_smoothness(view: ChunkView, flow: FlowEstimator | None = None) -> float:
+    """How well each middle frame is predicted from its neighbours by half-way flow warping.
+
+    Returns a value in ``[0, 1]`` (1 = perfectly smooth). Chunks shorter than 3 frames give 1.
+    """
+    g = view.gray.astype(np.float32)
+    if len(g) < 3:
+        return 1.0
+    flow = flow or FlowEstimator()
+    errs = []
+    for t in range(1, len(g) - 1, 2):
+        f = flow(view.gray[t - 1], view.gray[t + 1])  # [h, w, 2] from t-1 to t+1
+        pred = 0.5 * (warp(g[t - 1], -0.5 * f) + warp(g[t + 1], 0.5 * f))
+        errs.append(float(np.mean(np.abs(pred - g[t]))) / 255.0)
+    return 1.0 - float(np.mean(errs))
+
+
+def dynamic_degree(view: ChunkView, flow: FlowEstimator | None = None) -> float:
+    """Mean of the top-5 % flow magnitudes per frame pair, averaged over pairs (pixels/frame)."""
+    if len(view.gray) < 2:
+        return 0.0
+    flow = flow or FlowEstimator()
+    vals = []
+    for t in range(len(view.gray) - 1):
+        f = flow(view.gray[t], view.gray[t + 1])
+        mag = np.sqrt((f**2).sum(-1)).ravel()
+        k = max(1, int(0.05 * mag.size))
+        vals.append(float(np.partition(mag, -k)[-k:].mean()))
+    return float(np.mean(vals))
+
+
+def colourfulness(rgb: np.ndarray) -> float:
+    """Hasler & Suesstrunk (2003) colourfulness of one ``uint8 [H, W, 3]`` frame."""
+    x = rgb.astype(np.float32)
+    rg = x[..., 0] - x[..., 1]
+    yb = 0.5 * (x[..., 0] + x[..., 1]) - x[..., 2]
+    return float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
+
+
+def aesthetic_proxy(view: ChunkView) -> float:
+    """Colourfulness and contrast (both raise rated aesthetics in photo-quality studies)."""
+    vals = [0.5 * colourfulness(f) / 100.0 + 0.5 * float(g.std()) / 128.0 for f, g in zip(view.rgb, view.gray, strict=True)]
+    return float(np.mean(vals))
+
+
+def _hsv_hist(rgb: np.ndarray) -> np.ndarray:
+    import cv2
+
+    hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV)
+    h = cv2.calcHist([hsv], [0, 1, 2], None, [8, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
+    return h / max(h.sum(), 1.0)
+
+
+def _first_prev_consistency(items: list, sim: Callable[[object, object], float]) -> float:
+    """VBench-style consistency: mean over t >= 1 of (sim(x_t, x_0) + sim(x_t, x_{t-1})) / 2."""
+    if len(items) < 2:
+        return 1.0
+    return float(np.mean([0.5 * (sim(items[t], items[0]) + sim(items[t], items[t - 1])) for t in range(1, len(items))]))
+
+
+def background_consistency(view: ChunkView) -> float:
+    """Colour-histogram intersection with the first and the previous frame (in ``[0, 1]``)."""
+    hists = [_hsv_hist(f) for f in view.rgb]
+    return _first_prev_consistency(hists, lambda a, b: float(np.minimum(a, b).sum()))
+
+
+def subject_consistency(view: ChunkView) -> float:
+    """SSIM of grey frames with the first and the previous frame."""
+    from skimage.metrics import structural_similarity
+
+    grays = list(view.gray)
+    return _first_prev_consistency(grays, lambda a, b: float(structural_similarity(a, b, data_range=255)))
+
+
+def chunk_signals(view: ChunkView, names: tuple[str, ...] = SIGNALS, flow: FlowEstimator | None = None) -> dict[str, float]:
+    """Every requested model-free signal of one chunk."""
+    flow = flow or FlowEstimator()
+    fns: dict[str, Callable[[], float]] = {
+        "clarity": lambda: clarity(view),
+        "motion": lambda: motion_smoothness(view, flow),
+        "aesthetic": lambda: aesthetic_proxy(view),
+        "background": lambda: background_consistency(view),
+        "subject": lambda: subject_consistency(view),
+        "dynamic": lambda: dynamic_degree(view, flow),
+    }
+    unknown = [n for n in names if n not in fns]
+    if unknown:
+        raise ValueError(f"unknown VDE signal(s) {unknown}; known: {list(fns)}")
+    return {n: fns[n]() for n in names}

@@ -1,0 +1,97 @@
+"""The long-video (LV-Bench) track: Video Drift Error per quality signal plus a normalised variant."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import ClassVar
+
+from tracks.interaction.spec import TrackSpec, load_track_spec
+from tracks.longvideo.drift import measure_drift
+from tracks.longvideo.signals import SIGNALS
+from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
+from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.types import Case, MetricValue, Video
+
+logger = logging.getLogger(__name__)
+
+SPEC_PATH = Path(__file__).with_name("track.yaml")
+
+
+def track_spec() -> TrackSpec:
+    return load_track_spec(SPEC_PATH)
+
+
+class LongVideoTrack(Track):
+    """VDE (REFERENCE.md §B) over clarity, motion, aesthetic, background, subject, dynamic.
+
+    Options (``ctx.option``):
+        ``longvideo.num_chunks`` (10), ``longvideo.max_side`` (128 px analysis size),
+        ``longvideo.frame_stride`` (1), ``longvideo.signals`` (comma list),
+        ``longvideo.clip_path`` / ``longvideo.aesthetic_head`` / ``longvideo.dino_path``
+        (local weights for the learned signals, see :mod:`tracks.longvideo.learned`).
+    """
+
+    name: ClassVar[str] = "longvideo"
+    version: ClassVar[str] = track_spec().version
+
+    def applicability(self, case: Case) -> str | None:
+        why = super().applicability(case)
+        if why:
+            return why
+        if case.num_frames < 2 * DEFAULT_NUM_CHUNKS:
+            return (f"case {case.id!r} has {case.num_frames} frames; VDE needs at least "
+                    f"{2 * DEFAULT_NUM_CHUNKS} (two per chunk, N = {DEFAULT_NUM_CHUNKS})")
+        return None
+
+    def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
+        spec = track_spec()
+        n = int(ctx.option("longvideo.num_chunks", DEFAULT_NUM_CHUNKS))
+        signals = ctx.option("longvideo.signals", SIGNALS)
+        if isinstance(signals, str):
+            signals = tuple(s.strip() for s in signals.split(",") if s.strip())
+        metric_names = [f"vde_{s}" for s in signals]
+        if video.num_frames < n:
+            reason = f"video has {video.num_frames} frames, fewer than the {n} VDE chunks"
+            metrics = [spec[m].failed(reason) for m in [*metric_names, "nvde"]]
+            return TrackOutput(metrics, None, {"measured": 0, "requested": len(metrics)}, errors=[reason])
+        learned = {}
+        errors: list[str] = []
+        if any(ctx.option(f"longvideo.{k}") for k in ("clip_path", "dino_path", "aesthetic_head")):
+            from tracks.longvideo.learned import build_learned_signals
+
+            with ctx.timed("load_models"):
+                learned, load_errors = build_learned_signals(ctx.options, device=ctx.device)
+            errors.extend(load_errors)
+        with ctx.timed("signals"):
+            report = measure_drift(video.frames, num_chunks=n, signals=tuple(signals),
+                                   max_side=int(ctx.option("longvideo.max_side", 128)),
+                                   frame_stride=int(ctx.option("longvideo.frame_stride", 1)), learned=learned)
+        metrics: list[MetricValue] = []
+        for s in signals:
+            ms = spec[f"vde_{s}"]
+            if s in report.signals:
+                d = report.signals[s]
+                metrics.append(ms.value(d.vde_linear, d.details()))
+            else:
+                reason = report.errors.get(s, "signal was not measured")
+                metrics.append(ms.failed(reason))
+                errors.append(f"vde_{s}: {reason}")
+        if report.nvde is not None:
+            metrics.append(spec["nvde"].value(report.nvde, {"per_signal": {k: v.nvde_linear for k, v in report.signals.items()},
+                                                           "weighting": "linear"}))
+        else:
+            metrics.append(spec["nvde"].failed("no signal could be measured"))
+        artifacts = {}
+        try:
+            import json
+
+            ctx.work_dir.mkdir(parents=True, exist_ok=True)
+            path = ctx.work_dir / "drift.json"
+            path.write_text(json.dumps(report.to_dict(), indent=2, default=str))
+            artifacts["drift"] = str(path)
+        except OSError as e:
+            errors.append(f"could not write drift.json: {e}")
+        coverage = {"measured": len(report.signals), "requested": len(signals), "frames_used": report.frames_used,
+                    "num_chunks": n}
+        return TrackOutput(metrics, mean_normalized(metrics, spec.weights), coverage, artifacts, errors)
