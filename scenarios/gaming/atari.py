@@ -1,0 +1,203 @@
+"""Atari games from ale-py as reference generators.
+
+The real ROMs ship with ale-py; with ``repeat_action_probability = 0`` the emulator is
+deterministic, so a case (seed, warm-up length, per-chunk actions) always renders the same
+bytes. Each chunk holds one action of the game's minimal action set; a video frame is
+``frame_skip`` emulator frames. Ground truth is the agent's position decoded from RAM
+(addresses and pixel mapping in ``games.yaml``), its sprite mask and the raw RAM bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import numpy as np
+
+from worldolympiad.scenario import CaseGenerator, Rendered
+from worldolympiad.types import Case, Video, even_chunks
+
+from scenarios.gaming.vocab import atari_spec
+
+logger = logging.getLogger(__name__)
+
+NATIVE_H, NATIVE_W = 210, 160
+
+
+def native_to_output(xy: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Native ALE pixel coordinates ``[..., 2]`` (x, y; pixel centres at integers) → output pixels."""
+    xy = np.asarray(xy, dtype=np.float64)
+    scale = np.array([width / NATIVE_W, height / NATIVE_H])
+    return (xy + 0.5) * scale - 0.5
+
+
+def agent_position_from_ram(spec: dict[str, Any], ram: np.ndarray) -> np.ndarray:
+    """Agent centre in native pixels ``[T, 2]`` (x, y) from RAM bytes ``[T, 128]``."""
+    ram = np.atleast_2d(ram)
+    value = ram[:, int(spec["ram"]["address"])].astype(np.float64)
+    out = []
+    for axis in ("x", "y"):
+        m = spec["position"][axis]
+        out.append(np.full_like(value, m["constant"]) if "constant" in m else value * m["ram_scale"] + m["offset"])
+    return np.stack(out, axis=-1)
+
+
+def agent_mask_native(spec: dict[str, Any], frame: np.ndarray) -> np.ndarray:
+    """Boolean mask ``[210, 160]`` of the agent sprite: its colour inside its window."""
+    win = spec["agent_window"]
+    r0, r1 = win["rows"]
+    c0, c1 = win["cols"]
+    mask = np.zeros(frame.shape[:2], dtype=bool)
+    mask[r0:r1, c0:c1] = np.all(frame[r0:r1, c0:c1] == np.asarray(spec["agent_color"], np.uint8), axis=-1)
+    for r in win.get("exclude_rows", ()):
+        mask[r] = False
+    return mask
+
+
+class AtariGenerator(CaseGenerator):
+    """An Atari game played with one held action per chunk.
+
+    Params (all optional): ``resolution`` [H, W] (64x64), ``num_frames`` (32), ``fps`` and
+    ``frame_skip`` (the game's defaults), ``num_chunks`` (4), ``actions`` (one action name
+    per chunk; default: drawn from the game's plan by seed), ``warmup`` (NOOP video frames
+    before recording; default drawn by seed in [0, 20)).
+    """
+
+    game: ClassVar[str] = "breakout"
+    name: ClassVar[str] = "gaming.atari_breakout"
+    version: ClassVar[str] = "1"
+
+    def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
+        spec = atari_spec(self.game)
+        p = dict(params)
+        h, w = (int(v) for v in p.get("resolution", (64, 64)))
+        num_frames = int(p.get("num_frames", 32))
+        fps = float(p.get("fps", spec["default_fps"]))
+        frame_skip = int(p.get("frame_skip", spec["default_frame_skip"]))
+        num_chunks = int(p.get("num_chunks", 4))
+        rng = np.random.default_rng(seed)
+        actions = p.get("actions")
+        if actions is None:
+            plan = list(spec["plan_actions"])
+            actions = [plan[int(i)] for i in rng.permutation(len(plan))]
+            actions = [actions[i % len(actions)] for i in range(num_chunks)]
+        actions = [str(a) for a in actions]
+        if len(actions) != num_chunks:
+            raise ValueError(f"{self.name}: got {len(actions)} actions for num_chunks={num_chunks}; give one action per chunk")
+        bad = [a for a in actions if a not in spec["actions"]]
+        if bad:
+            raise ValueError(f"{self.name}: unknown actions {bad}; this game's actions are {sorted(spec['actions'])}")
+        warmup = int(p.get("warmup", rng.integers(0, 20)))
+        captions = [spec["actions"][a]["caption"] for a in actions]
+        chunks = even_chunks(num_frames, num_chunks, captions=captions, actions=actions)
+        scale = np.array([w / NATIVE_W, h / NATIVE_H])
+        action_space = {
+            "kind": "image_translation",
+            "agent": spec["agent"],
+            "units": "output pixels per video frame (x right, y down); the agent stops at the playfield bounds",
+            "actions": {
+                name: {
+                    "translation": [float(v) for v in np.asarray(a["motion"]) * frame_skip * scale],
+                    "caption": a["caption"],
+                }
+                for name, a in spec["actions"].items()
+            },
+        }
+        resolved = {"resolution": [h, w], "num_frames": num_frames, "fps": fps, "frame_skip": frame_skip,
+                    "num_chunks": num_chunks, "actions": actions, "warmup": warmup}
+        return Case(
+            id=case_id,
+            scenario="gaming",
+            fps=fps,
+            num_frames=num_frames,
+            resolution=(h, w),
+            prompt=f"Atari {spec['title']} gameplay; the player controls the {spec['agent']}: " + "; then ".join(captions) + ".",
+            chunks=chunks,
+            tracks=("interaction", "longvideo"),
+            metadata={
+                "generator": self.name,
+                "generator_version": self.version,
+                "seed": seed,
+                "params": resolved,
+                "game": self.game,
+                "action_space": action_space,
+                "ground_truth": {
+                    "agent_position": f"states['agent']['position'] [T, 2] output pixels (x, y) from RAM[{spec['ram']['address']}]",
+                    "masks": f"{spec['agent']} sprite = 1",
+                },
+            },
+        )
+
+    def render(self, case: Case) -> Rendered:
+        import cv2
+        from ale_py import ALEInterface, LoggerMode, roms
+
+        spec = atari_spec(self.game)
+        p = case.metadata["params"]
+        h, w = case.resolution
+        ALEInterface.setLoggerMode(LoggerMode.Error)
+        ale = ALEInterface()
+        ale.setInt("random_seed", int(case.metadata["seed"]))
+        ale.setFloat("repeat_action_probability", 0.0)
+        ale.loadROM(roms.get_rom_path(self.game))
+        minimal = {a.name: a for a in ale.getMinimalActionSet()}
+        skip = int(p["frame_skip"])
+        for name in ["NOOP"] * int(p["warmup"]) + list(spec["start_actions"]):
+            for _ in range(skip):
+                ale.act(minimal[name])
+        frames = np.empty((case.num_frames, h, w, 3), np.uint8)
+        masks = np.zeros((case.num_frames, h, w), np.int32)
+        ram = np.empty((case.num_frames, 128), np.uint8)
+        native = np.empty((case.num_frames, NATIVE_H, NATIVE_W, 3), np.uint8)
+        for t in range(case.num_frames):
+            action = case.chunk_at(t).action if case.chunks else "NOOP"
+            for _ in range(skip):
+                ale.act(minimal[action])
+            screen = ale.getScreenRGB()
+            native[t] = screen
+            ram[t] = ale.getRAM()
+            # INTER_AREA keeps the thin Atari sprites visible when downscaling.
+            frames[t] = cv2.resize(screen, (w, h), interpolation=cv2.INTER_AREA)
+            m = agent_mask_native(spec, screen).astype(np.uint8)
+            masks[t] = cv2.resize(m, (w, h), interpolation=cv2.INTER_NEAREST)
+        pos_native = agent_position_from_ram(spec, ram)
+        states = {
+            "agent": {
+                "name": spec["agent"],
+                "position": native_to_output(pos_native, h, w),
+                "position_native": pos_native,
+                "ram_address": int(spec["ram"]["address"]),
+                "ram_value": ram[:, int(spec["ram"]["address"])].astype(np.int64),
+            },
+            "ram": ram,
+            # [T, 210, 160, 3] the emulator's own screens, for checks at native resolution
+            "native_frames": native,
+        }
+        video = Video(frames=frames, fps=case.fps, chunks=case.chunks)
+        return Rendered(video=video, masks=masks, object_ids={spec["agent"]: 1}, states=states)
+
+
+class BreakoutGenerator(AtariGenerator):
+    """Atari Breakout: the paddle follows LEFT/RIGHT/NOOP held per chunk."""
+
+    game = "breakout"
+    name = "gaming.atari_breakout"
+
+
+class PongGenerator(AtariGenerator):
+    """Atari Pong: the player's paddle moves up (RIGHT) / down (LEFT) per chunk."""
+
+    game = "pong"
+    name = "gaming.atari_pong"
+
+
+class FreewayGenerator(AtariGenerator):
+    """Atari Freeway: the chicken walks UP/DOWN across the highway per chunk."""
+
+    game = "freeway"
+    name = "gaming.atari_freeway"
+
+
+breakout = BreakoutGenerator()
+pong = PongGenerator()
+freeway = FreewayGenerator()
