@@ -3,8 +3,9 @@
 * :func:`read_video` decodes mp4/webm/avi/mkv/gif (any pixel format, grayscale, RGBA,
   16-bit, odd sizes) into ``uint8 [T, H, W, 3]`` RGB, optionally sampling frames by
   count or by fps.
-* :func:`write_video` writes H.264 mp4 (yuv420p, even sizes padded by edge
-  replication; odd sizes that must stay exact use yuv444p).
+* :func:`write_video` writes H.264 mp4: yuv420p (browser-playable) for even sizes,
+  yuv444p for odd sizes so the decoded size is exact, or bit-exact RGB
+  (``libx264rgb``, crf 0) with ``lossless=True`` (the reference-video cache).
 * :func:`read_chunk_timestamps` / :func:`write_chunk_timestamps` handle the public
   WorldOlympiad ``*_chunk_timestamps.json`` format (REFERENCE.md §A).
 
@@ -14,6 +15,7 @@ Every failure raises :class:`VideoError` with the file and what to do about it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,7 @@ def probe_video(path: str | Path) -> dict[str, Any]:
     try:
         with av.open(str(path)) as c:
             if not c.streams.video:
-                raise VideoError(f"{path}: has no video stream; re-export it as H.264 mp4")
+                raise VideoError(f"{path}: has no video stream (an empty or zero-frame video?); regenerate it or re-export it as H.264 mp4")
             s = c.streams.video[0]
             fps = float(s.average_rate) if s.average_rate else (float(s.guessed_rate) if s.guessed_rate else 0.0)
             n = s.frames or 0
@@ -110,7 +112,7 @@ def read_video(
                          "check the file is a complete mp4/webm/avi/mkv/gif") from e
     with container:
         if not container.streams.video:
-            raise VideoError(f"{path}: has no video stream; re-export it as H.264 mp4")
+            raise VideoError(f"{path}: has no video stream (an empty or zero-frame video?); regenerate it or re-export it as H.264 mp4")
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         rate = stream.average_rate or stream.guessed_rate
@@ -177,11 +179,22 @@ def write_video(
     crf: int = 18,
     pix_fmt: str = "yuv420p",
     preset: str = "medium",
+    lossless: bool = False,
 ) -> Path:
     """Write ``uint8 [T, H, W, 3]`` frames as H.264 mp4 (deterministic: single-threaded x264).
 
-    yuv420p needs even sizes: odd sizes are padded by one replicated row/column unless
-    ``pix_fmt="yuv444p"``. Use ``crf=0`` with ``yuv444p`` for (near) lossless output.
+    Args:
+        path: output ``.mp4``; written to ``<path>.part`` then renamed, so a killed writer
+            never leaves a half file under the real name.
+        frames: ``uint8 [T, H, W, 3]`` RGB.
+        fps: frame rate.
+        crf: x264 quality (0 = lossless in the chosen pixel format, 18 = visually lossless).
+        pix_fmt: ``yuv420p`` (default, plays in browsers) or ``yuv444p``. yuv420p cannot
+            hold odd sizes, so odd-sized frames switch to yuv444p automatically and decode
+            back at exactly their size.
+        preset: x264 speed preset.
+        lossless: encode RGB directly with ``libx264rgb`` at crf 0: decoding returns the
+            exact input bytes (used for cached reference renders; not browser-playable).
     """
     import av
 
@@ -190,29 +203,34 @@ def write_video(
         raise ValueError(f"frames must be uint8 [T, H, W, 3], got dtype={frames.dtype} shape={frames.shape}")
     if len(frames) == 0:
         raise ValueError("cannot write a video with zero frames")
-    if pix_fmt == "yuv420p" and (frames.shape[1] % 2 or frames.shape[2] % 2):
-        ph, pw = frames.shape[1] % 2, frames.shape[2] % 2
-        frames = np.pad(frames, ((0, 0), (0, ph), (0, pw), (0, 0)), mode="edge")
+    codec = "libx264"
+    if lossless:
+        codec, pix_fmt, crf = "libx264rgb", "rgb24", 0
+    elif pix_fmt == "yuv420p" and (frames.shape[1] % 2 or frames.shape[2] % 2):
+        pix_fmt = "yuv444p"  # chroma subsampling needs even sizes; 4:4:4 keeps the exact size
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    tmp = path.with_name(path.name + f".{os.getpid()}.part")
     from fractions import Fraction
 
     rate = Fraction(fps).limit_denominator(1001)
-    with av.open(str(tmp), mode="w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=rate)
-        stream.width = frames.shape[2]
-        stream.height = frames.shape[1]
-        stream.pix_fmt = pix_fmt
-        stream.options = {"crf": str(crf), "preset": preset, "threads": "1"}
-        stream.codec_context.thread_count = 1
-        for f in frames:
-            frame = av.VideoFrame.from_ndarray(f, format="rgb24")
-            for packet in stream.encode(frame):
+    try:
+        with av.open(str(tmp), mode="w", format="mp4") as out:
+            stream = out.add_stream(codec, rate=rate)
+            stream.width = frames.shape[2]
+            stream.height = frames.shape[1]
+            stream.pix_fmt = pix_fmt
+            stream.options = {"crf": str(crf), "preset": preset, "threads": "1"}
+            stream.codec_context.thread_count = 1
+            for f in frames:
+                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+            for packet in stream.encode():
                 out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    tmp.replace(path)  # atomic: a killed writer never leaves a half file under the real name
+        tmp.replace(path)  # atomic rename
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

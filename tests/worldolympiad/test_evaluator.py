@@ -1,0 +1,252 @@
+"""The evaluator and `evaluate-model`: run directory layout, resume after SIGKILL, determinism,
+failure rows, not-applicable rows, workers, summary arithmetic."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import wo_testlib
+
+from worldolympiad.cli.evaluate import main as evaluate_main
+from worldolympiad.evaluator import EvalConfig, JsonlAppender, evaluate, make_run_spec, summarize
+from worldolympiad.types import MetricValue, RunSpec, TrackResult
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def _only_run_dir(out: Path) -> Path:
+    dirs = [d for d in out.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def test_videos_model_end_to_end_writes_the_run_directory(videos_suite, tmp_path, capsys):
+    suite, vids = videos_suite
+    out = tmp_path / "runs"
+    rc = evaluate_main(["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting",
+                        "--seeds", "0,1", "--out", str(out), "--no-progress"])
+    assert rc == 0
+    run = _only_run_dir(out)
+    spec = json.loads((run / "run_spec.json").read_text())
+    assert run.name.endswith(spec["hash"]) and spec["model"] == f"videos:{vids}" and spec["seeds"] == [0, 1]
+    assert spec["track_versions"] == [["counting", "3"]]
+    rows = _rows(run)
+    assert sorted((r["case_id"], r["seed"]) for r in rows) == [(f"case{i}", s) for i in range(3) for s in (0, 1)]
+    for r in rows:
+        tr = TrackResult.from_dict(r)
+        assert tr.status == "ok" and 0 <= tr.score <= 1 and tr.track_version == "3"
+        assert tr.metric("brightness").status == "ok"
+        assert (run / tr.artifacts["video"]).exists()
+        assert "total" in tr.timings and "brightness" in tr.timings
+    for i in range(3):
+        for s in (0, 1):
+            assert (run / "videos" / f"case{i}__s{s}.mp4").exists()
+            assert (run / "videos" / f"case{i}__s{s}_chunk_timestamps.json").exists()
+    summary = json.loads((run / "summary.json").read_text())
+    per_seed = {s: np.mean([r["score"] for r in rows if r["seed"] == s]) for s in (0, 1)}
+    t = summary["tracks"]["counting"]
+    assert t["mean"] == pytest.approx(np.mean(list(per_seed.values())))
+    assert t["std"] == pytest.approx(np.std(list(per_seed.values()), ddof=1))
+    assert t["counts"] == {"ok": 6, "not_applicable": 0, "failed": 0}
+    assert summary["errors"] == []
+    stages = [json.loads(line) for line in (run / "timings.jsonl").read_text().splitlines()]
+    assert {"read", "generate", "counting"} <= {s["stage"] for s in stages} | {"read"}
+    assert all({"case_id", "seed", "seconds"} <= set(s) for s in stages)
+    printed = capsys.readouterr().out
+    assert "case0" in printed and "counting" in printed and "overall" in printed
+
+
+def test_resume_after_sigkill_keeps_every_row_once_and_recomputes_nothing(tmp_path):
+    vids = tmp_path / "videos"
+    vids.mkdir()
+    from worldolympiad.video import write_video
+
+    cases = [wo_testlib.case_dict(f"k{i}") for i in range(6)]
+    for c in cases:
+        write_video(vids / f"{c['id']}.mp4", wo_testlib.frames_for(c["id"]), 8)
+    suite = wo_testlib.write_suite(tmp_path / "suite.json", cases)
+    calls = tmp_path / "calls.txt"
+    out = tmp_path / "runs"
+    args = ["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting", "--out", str(out),
+            "--no-progress", "--option", f"counting.calls={calls}", "--option", "counting.sleep=0.5"]
+    code = ("import sys, wo_testlib; wo_testlib.register_test_tracks(); "
+            "from worldolympiad.cli.evaluate import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], env=wo_testlib.subprocess_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if calls.exists() and len(calls.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    run = _only_run_dir(out)
+    before = _rows(run)
+    assert 1 <= len(before) < 6, "the kill should land halfway"
+    # A writer killed mid-line leaves a partial last line: resume must drop it.
+    with open(run / "results.jsonl", "a") as f:
+        f.write('{"case_id": "k5", "seed": 0, "tra')
+    calls_before = calls.read_text().splitlines()
+    rc = subprocess.run([sys.executable, "-c", code, *args], env=wo_testlib.subprocess_env(),
+                        capture_output=True, text=True, timeout=120)
+    assert rc.returncode == 0, rc.stderr
+    after = _rows(run)
+    keys = [(r["case_id"], r["seed"], r["track"]) for r in after]
+    assert sorted(keys) == sorted({(c["id"], 0, "counting") for c in cases}), "every row exactly once"
+    new_calls = calls.read_text().splitlines()[len(calls_before):]
+    finished = {r["case_id"] for r in before}
+    assert not finished & {line.split()[0] for line in new_calls}, "finished rows were recomputed"
+    assert len(new_calls) == 6 - len(before)
+
+
+def _tiny_generator_registered():
+    """Register a deterministic in-test reference generator (a moving square)."""
+    from worldolympiad.registries import GENERATORS
+    from worldolympiad.scenario import CaseGenerator, Rendered
+    from worldolympiad.types import Video
+
+    class SquareGen(CaseGenerator):
+        name = "test.square"
+        version = "2"
+
+        def render(self, case):
+            t, (h, w) = case.num_frames, case.resolution
+            frames = np.full((t, h, w, 3), 40, np.uint8)
+            masks = np.zeros((t, h, w), np.int32)
+            for i in range(t):
+                frames[i, 4:10, 2 + i:8 + i] = (200, 60, 60)
+                masks[i, 4:10, 2 + i:8 + i] = 1
+            return Rendered(video=Video(frames, case.fps, case.chunks), masks=masks, object_ids={"square": 1},
+                            states={"x": np.arange(t, dtype=float)})
+
+    GENERATORS.register("test.square", SquareGen(), override=True)
+
+
+def test_same_seed_gives_identical_scores_across_runs(tmp_path):
+    _tiny_generator_registered()
+    cases = [wo_testlib.case_dict(f"g{i}", num_frames=6, res=(16, 20),
+                                  metadata={"generator": "test.square", "generator_version": "2", "i": i})
+             for i in range(2)]
+    suite = wo_testlib.write_suite(tmp_path / "suite.json", cases)
+    spec = make_run_spec("reference", str(suite), ["counting"], [0, 1])
+    scores = []
+    for k in range(2):
+        outcome = evaluate(spec, EvalConfig(out=tmp_path / f"out{k}", progress=False))
+        rows = sorted(_rows(outcome.run_dir), key=lambda r: (r["case_id"], r["seed"]))
+        assert all(r["status"] == "ok" for r in rows)
+        scores.append([(r["case_id"], r["seed"], r["score"], [m["normalized"] for m in r["metrics"]]) for r in rows])
+    assert scores[0] == scores[1]
+    # The reference matches itself: ref_diff is perfect; seeds differ only by the track's seeded jitter.
+    assert all(s[3][1] == 1.0 for s in scores[0])
+    assert scores[0][0][2] != scores[0][1][2]
+
+
+def test_failing_track_and_not_applicable_rows_do_not_stop_the_run(videos_suite, tmp_path):
+    suite, vids = videos_suite
+    d = json.loads(suite.read_text())
+    d["cases"][1]["metadata"] = {"skip_counting": True}
+    suite.write_text(json.dumps(d))
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting", "crashing"], [0])
+    outcome = evaluate(spec, EvalConfig(out=tmp_path / "out", progress=False))
+    by = {(r.case_id, r.track): r for r in outcome.rows}
+    na = by[("case1", "counting")]
+    assert na.status == "not_applicable" and na.score is None and "skip the counting" in na.errors[0]
+    crash = by[("case0", "crashing")]
+    assert crash.status == "failed" and crash.score is None
+    assert "boom" in crash.errors[0] and "wo_testlib.py" in crash.errors[0]
+    assert (outcome.run_dir / crash.artifacts["traceback"]).read_text().count("RuntimeError") >= 1
+    assert by[("case2", "counting")].status == "ok"
+    s = outcome.summary
+    assert s["tracks"]["counting"]["counts"] == {"ok": 2, "not_applicable": 1, "failed": 0}
+    assert len(s["errors"]) == 3 and all(e["track"] == "crashing" for e in s["errors"])
+
+
+def test_unknown_model_spec_fails_each_row_with_a_clear_error(videos_suite, tmp_path):
+    suite, _ = videos_suite
+    spec = make_run_spec("vidoes:/nowhere", str(suite), ["counting"], [0])
+    outcome = evaluate(spec, EvalConfig(out=tmp_path / "out", progress=False))
+    assert len(outcome.rows) == 3 and all(r.status == "failed" for r in outcome.rows)
+    msg = outcome.rows[0].errors[0]
+    assert "vidoes" in msg and "Did you mean 'videos'" in msg and "--model" in msg
+
+
+def test_workers_in_processes_match_one_process(videos_suite, tmp_path):
+    suite, vids = videos_suite
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"], [0, 1])
+    one = evaluate(spec, EvalConfig(out=tmp_path / "a", progress=False, workers=1))
+    two = evaluate(spec, EvalConfig(out=tmp_path / "b", progress=False, workers=2))
+    key = lambda r: (r.case_id, r.seed)  # noqa: E731
+    assert [(key(r), r.score) for r in sorted(one.rows, key=key)] == [(key(r), r.score) for r in sorted(two.rows, key=key)]
+    pids = {json.loads(line)["pid"] for line in (two.run_dir / "timings.jsonl").read_text().splitlines()}
+    assert len(pids) >= 1 and not (pids & {__import__("os").getpid()}), "work ran in worker processes"
+
+
+def test_no_resume_recomputes_and_resume_skips(videos_suite, tmp_path):
+    suite, vids = videos_suite
+    calls = tmp_path / "calls.txt"
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"], [0], options={"counting.calls": str(calls)})
+    evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False))
+    again = evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False))
+    assert again.computed == 0 and again.skipped == 3 and len(calls.read_text().splitlines()) == 3
+    fresh = evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False, resume=False))
+    assert fresh.computed == 3 and len(_rows(fresh.run_dir)) == 3 and len(calls.read_text().splitlines()) == 6
+
+
+def test_limit_takes_the_first_cases(videos_suite, tmp_path):
+    suite, vids = videos_suite
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"], [0])
+    outcome = evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False, limit=2))
+    assert sorted(r.case_id for r in outcome.rows) == ["case0", "case1"]
+
+
+def test_summary_is_mean_over_cases_per_seed_then_mean_std_over_seeds():
+    spec = RunSpec(model="m", suite="s", tracks=("a", "b"), seeds=(0, 1))
+
+    def row(case, seed, track, score, status="ok"):
+        return TrackResult(case, "m", seed, track, score, [MetricValue("x", score, score)] if score is not None else [],
+                           status=status, errors=["why"] if status != "ok" else [])
+
+    rows = [row("c1", 0, "a", 0.2), row("c2", 0, "a", 0.4), row("c1", 1, "a", 0.6), row("c2", 1, "a", 0.8),
+            row("c1", 0, "b", 1.0), row("c2", 0, "b", None, "failed"), row("c1", 1, "b", 0.0),
+            row("c2", 1, "b", None, "not_applicable")]
+    s = summarize(rows, spec)
+    assert s["tracks"]["a"]["per_seed"] == {"0": pytest.approx(0.3), "1": pytest.approx(0.7)}
+    assert s["tracks"]["a"]["mean"] == pytest.approx(0.5)
+    assert s["tracks"]["a"]["std"] == pytest.approx(np.std([0.3, 0.7], ddof=1))
+    assert s["tracks"]["b"]["counts"] == {"ok": 2, "not_applicable": 1, "failed": 1}
+    # overall: seed 0 → mean(c1: (0.2+1.0)/2, c2: 0.4) = 0.5; seed 1 → mean(c1: 0.3, c2: 0.8) = 0.55
+    assert s["overall"]["per_seed"] == {"0": pytest.approx(0.5), "1": pytest.approx(0.55)}
+    assert s["errors"] == [{"case_id": "c2", "seed": 0, "track": "b", "error": "why"}]
+
+
+def test_jsonl_appender_drops_a_partial_last_line(tmp_path):
+    f = JsonlAppender(tmp_path / "r.jsonl")
+    f.append({"a": 1})
+    f.append({"a": 2})
+    f.close()
+    with open(tmp_path / "r.jsonl", "ab") as fh:
+        fh.write(b'{"a": 3, "b"')
+    assert f.read() == [{"a": 1}, {"a": 2}]
+    assert (tmp_path / "r.jsonl").read_bytes().endswith(b"}\n")
+    f.append({"a": 4})
+    f.close()
+    assert [r["a"] for r in f.read()] == [1, 2, 4]
+
+
+def test_cli_usage_errors_exit_2_with_one_line(videos_suite, tmp_path, capsys):
+    suite, vids = videos_suite
+    assert evaluate_main(["--suite", str(suite), "--tracks", "nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown track" in err[0]
+    assert evaluate_main(["--suite", str(tmp_path / "missing.json"), "--tracks", "counting", "--out", str(tmp_path)]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert evaluate_main(["--seeds", "a,b", "--tracks", "counting", "--out", str(tmp_path)]) == 2
