@@ -108,8 +108,8 @@ def read_video(
     try:
         container = av.open(str(path))
     except Exception as e:  # noqa: BLE001
-        raise VideoError(f"{path}: not a readable video ({type(e).__name__}: {e}); "
-                         "check the file is a complete mp4/webm/avi/mkv/gif") from e
+        raise VideoError(f"{path}: not a readable video ({type(e).__name__}: {e}); the file is truncated or "
+                         "not a video — regenerate it or re-export a complete mp4/webm/avi/mkv/gif") from e
     with container:
         if not container.streams.video:
             raise VideoError(f"{path}: has no video stream (an empty or zero-frame video?); regenerate it or re-export it as H.264 mp4")
