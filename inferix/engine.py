@@ -1,0 +1,539 @@
+"""The Inferix engine: many concurrent block-diffusion sessions, one forward per step.
+
+Loop (vLLM-v1-like, adapted to block diffusion)::
+
+    step():  schedule  -> rows: (session, pass) — a denoising step of the session's current
+                          block, or the block's clean t = 0 pass that commits its keys/values
+             execute   -> ONE model forward over all rows (latents, per-row timestep, text
+                          K/V, action, RoPE positions; the block-pool backend serves the
+                          KV cache of every row's session)
+             update    -> per row: x0 from the velocity and re-noise to the next level, or
+                          commit the KV, decode the block (codec state carried), emit frames,
+                          start the next block (picking up a changed prompt/action)
+
+Per block of one session (few-step flow matching, Self-Forcing semantics, as
+``inferix.pipeline.generate_blocks`` does for one session)::
+
+    x = noise                                        # t_0 = 1000
+    for i, t in enumerate(timesteps):                 # cache read-only
+        x0 = x - (t/1000) * model(x, t)
+        x  = (1 - t_{i+1}/1000) x0 + (t_{i+1}/1000) noise'   (last step: x = x0)
+    model(x0, t=0, commit=True)                       # writes the block into the KV cache
+    frames = codec.decode(x0)
+
+Sessions are independent: each has its own seeded noise generator, so the frames of a
+session do not depend on which other sessions shared its forwards. A forward that raises
+is retried row by row; only the row that fails alone fails its session.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from inferix.kv_cache import CachePolicy, KVCacheManager
+from inferix.kv_cache.backend import BlockPoolAttention, RowSpec
+from inferix.kv_cache.storage import KVStorage
+from inferix.scheduler import ScheduledRow, Scheduler, SessionSlot, SessionState
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+# Self-Forcing's 4 steps [1000, 750, 500, 250] warped with shift 5 (REFERENCE.md §C).
+SELF_FORCING_TIMESTEPS: tuple[float, ...] = (1000.0, 937.5, 833.3333333333334, 625.0)
+
+
+class BlockCodec(Protocol):
+    """Latents <-> pixels, decoded one block at a time with the codec's causal state carried."""
+
+    def init_state(self) -> Any: ...
+
+    def decode_block(self, latents: torch.Tensor, state: Any) -> tuple[np.ndarray, Any]:
+        """``latents [1, C, F, h, w]`` -> (``uint8 [T, H, W, 3]``, new state)."""
+        ...
+
+
+@dataclass
+class EngineConfig:
+    """Engine settings.
+
+    Attributes:
+        latent_hw: latent height and width every session uses (one token grid per engine).
+        block_frames: latent frames generated per block.
+        timesteps: denoising timesteps of a block, in [0, 1000], first = 1000 (pure noise).
+        policy: KV retention policy (``CachePolicy.parse("rolling:6")``...).
+        kv_block_size: latent frames per KV block (default: ``block_frames``).
+        num_device_blocks: device KV pool size; default: enough for ``max_sessions`` sessions
+            under a bounded policy, or ``max_frames`` frames each under ``full``.
+        num_host_blocks: host pool for offloaded cold blocks (0 = no offload).
+        max_batch: rows per forward.
+        max_sessions: sessions that may hold a KV cache at once (sizes the default pool).
+        max_frames: latent frames per session the default ``full`` pool is sized for.
+        device: torch device of the model and the KV pool.
+        check_finite: fail a session whose latents become NaN/inf.
+    """
+
+    latent_hw: tuple[int, int] = (16, 16)
+    block_frames: int = 3
+    timesteps: tuple[float, ...] = SELF_FORCING_TIMESTEPS
+    policy: CachePolicy = field(default_factory=CachePolicy)
+    kv_block_size: int | None = None
+    num_device_blocks: int | None = None
+    num_host_blocks: int = 0
+    max_batch: int = 4
+    max_sessions: int = 4
+    max_frames: int = 96
+    device: str = "cpu"
+    check_finite: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
+            raise ValueError(f"timesteps must be non-empty values in (0, 1000], got {self.timesteps}")
+        if self.block_frames < 1:
+            raise ValueError(f"block_frames must be >= 1, got {self.block_frames}")
+
+    @property
+    def kv_block(self) -> int:
+        return self.kv_block_size or self.block_frames
+
+    def pool_blocks(self) -> int:
+        """Device KV blocks to allocate."""
+        if self.num_device_blocks is not None:
+            return self.num_device_blocks
+        bound = self.policy.max_visible_frames()
+        frames = self.max_frames if bound is None else bound + self.block_frames
+        # +1: a block straddling the window edge; +1: the block being reserved
+        per_session = -(-frames // self.kv_block) + 2
+        return per_session * self.max_sessions
+
+
+@dataclass
+class BlockOutput:
+    """One decoded block of a session.
+
+    Attributes:
+        session_id: whose block.
+        index: block number within the session (0-based).
+        frames: ``uint8 [T, H, W, 3]`` decoded frames.
+        latents: ``[C, F, h, w]`` clean latents of the block (CPU float32).
+        timings: seconds spent on this block: ``denoise``, ``cache_update``, ``decode``
+            (forward time of batched steps is split evenly among the rows).
+        prompt: prompt in effect.
+        action: action in effect.
+    """
+
+    session_id: str
+    index: int
+    frames: np.ndarray
+    latents: Any
+    timings: dict[str, float]
+    prompt: str = ""
+    action: Any = None
+
+
+@dataclass
+class Session:
+    """Engine-side state of one video being generated (tensors live here, not in the scheduler)."""
+
+    slot: SessionSlot
+    prompt: str
+    action: Any
+    num_blocks: int | None
+    seed: int
+    generator: Any
+    context: Any = None  # CrossAttentionKV, batch 1
+    action_tensor: Any = None
+    x: Any = None  # [1, C, F, h, w] current latents
+    codec_state: Any = None
+    blocks_done: int = 0
+    next_prompt: str | None = None
+    next_action: Any = None
+    has_next_action: bool = False
+    outputs: deque = field(default_factory=deque)
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=lambda: {"denoise": 0.0, "cache_update": 0.0, "decode": 0.0})
+    started: float = field(default_factory=time.perf_counter)
+    first_frame_s: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.slot.session_id
+
+    @property
+    def state(self) -> SessionState:
+        return self.slot.state
+
+
+class SessionFailed(RuntimeError):
+    """A session ended in the ``failed`` state; the message says why."""
+
+
+class Engine:
+    """Runs many block-diffusion sessions over one model.
+
+    Args:
+        model: a ``CausalWanModel`` (or anything with its forward signature,
+            ``cross_attention_kv`` and ``config.in_channels``).
+        codec: block decoder (:class:`BlockCodec`).
+        text_encoder: ``str -> [1, L_txt, text_dim]`` embeddings.
+        config: engine settings.
+        action_encoder: ``action -> tensor`` for the model's action input (``None`` = the model
+            takes no action; an action other than ``None`` is then an error).
+    """
+
+    def __init__(self, model: Any, codec: BlockCodec, text_encoder: Callable[[str], Any],
+                 config: EngineConfig | None = None,
+                 action_encoder: Callable[[Any], Any] | None = None) -> None:
+        import torch
+
+        self.model = model
+        self.codec = codec
+        self.text_encoder = text_encoder
+        self.config = cfg = config or EngineConfig()
+        self.action_encoder = action_encoder
+        self.device = torch.device(cfg.device)
+        self.kv = KVCacheManager(cfg.kv_block, cfg.pool_blocks(), cfg.num_host_blocks, cfg.policy)
+        self.storage = KVStorage(cfg.pool_blocks(), cfg.num_host_blocks, cfg.kv_block, self.device)
+        self.backend = BlockPoolAttention(self.kv, self.storage)
+        self.scheduler = Scheduler(self.kv, cfg.max_batch)
+        self.sessions: dict[str, Session] = {}
+        self._ids = itertools.count()
+        self._arrival = itertools.count()
+        self._context_cache: OrderedDict[str, Any] = OrderedDict()
+        self.step_log: list[dict[str, Any]] = []  # per forward: rows, seconds (profiling reads it)
+
+    # ---------------------------------------------------------------- sessions
+
+    def add_session(self, prompt: str = "", *, num_blocks: int | None = None, seed: int = 0,
+                    action: Any = None, session_id: str | None = None) -> str:
+        """Start a session; it joins the next step. ``num_blocks=None`` runs until cancelled.
+
+        Raises:
+            ValueError: duplicate id, bad ``num_blocks``, an action the model does not know.
+        """
+        import torch
+
+        sid = session_id or f"s{next(self._ids)}"
+        if sid in self.sessions:
+            raise ValueError(f"session id {sid!r} already exists")
+        if num_blocks is not None and num_blocks < 1:
+            raise ValueError(f"num_blocks must be >= 1 or None (unbounded), got {num_blocks}")
+        action_tensor = self._encode_action(action)
+        context = self._context(prompt)
+        slot = SessionSlot(sid, self._batch_key(context), len(self.config.timesteps), self.config.block_frames,
+                           arrival=next(self._arrival))
+        gen = torch.Generator().manual_seed(seed)
+        s = Session(slot, prompt, action, num_blocks, seed, gen, context=context, action_tensor=action_tensor)
+        s.codec_state = self.codec.init_state()
+        self.kv.add_session(sid)
+        self.sessions[sid] = s
+        self._start_block(s)
+        return sid
+
+    def pause(self, session_id: str) -> None:
+        """Stop scheduling a session (its KV cache stays)."""
+        s = self._live(session_id)
+        if s.state in (SessionState.RUNNING, SessionState.WAITING):
+            s.slot.state = SessionState.PAUSED
+
+    def resume(self, session_id: str) -> None:
+        s = self._live(session_id)
+        if s.state == SessionState.PAUSED:
+            s.slot.state = SessionState.RUNNING
+
+    def cancel(self, session_id: str) -> None:
+        """End a session now and free its KV blocks (already emitted outputs stay readable)."""
+        s = self._get(session_id)
+        if not s.state.done:
+            self._finish(s, SessionState.CANCELLED)
+
+    def set_prompt(self, session_id: str, prompt: str) -> None:
+        """Use ``prompt`` from the session's next block on (text K/V recomputed once)."""
+        s = self._live(session_id)
+        self._context(prompt)  # encode now so a bad prompt fails here, not mid-step
+        s.next_prompt = prompt
+        if s.slot.step == 0:  # the current block has not started denoising: it uses the change
+            self._apply_pending(s)
+
+    def set_action(self, session_id: str, action: Any) -> None:
+        """Use ``action`` from the session's next block on. Raises ValueError for an unknown action."""
+        s = self._live(session_id)
+        self._encode_action(action)
+        s.next_action, s.has_next_action = action, True
+        if s.slot.step == 0:
+            self._apply_pending(s)
+
+    def session(self, session_id: str) -> Session:
+        return self._get(session_id)
+
+    def pop_outputs(self, session_id: str) -> list[BlockOutput]:
+        s = self._get(session_id)
+        out = list(s.outputs)
+        s.outputs.clear()
+        return out
+
+    def remove(self, session_id: str) -> None:
+        """Forget a finished session."""
+        s = self._get(session_id)
+        if not s.state.done:
+            self.cancel(session_id)
+        del self.sessions[session_id]
+
+    @property
+    def has_unfinished(self) -> bool:
+        return any(not s.state.done for s in self.sessions.values())
+
+    def _get(self, session_id: str) -> Session:
+        try:
+            return self.sessions[session_id]
+        except KeyError:
+            raise KeyError(f"unknown session {session_id!r}; known: {sorted(self.sessions)}") from None
+
+    def _live(self, session_id: str) -> Session:
+        s = self._get(session_id)
+        if s.state.done:
+            raise ValueError(f"session {session_id!r} is {s.state.value}" + (f": {s.error}" if s.error else ""))
+        return s
+
+    # ----------------------------------------------------------- conditioning
+
+    def _context(self, prompt: str) -> Any:
+        """Cross-attention K/V of a prompt, computed once and kept in a small LRU."""
+        import torch
+
+        hit = self._context_cache.get(prompt)
+        if hit is not None:
+            self._context_cache.move_to_end(prompt)
+            return hit
+        with torch.no_grad():
+            emb = self.text_encoder(prompt)
+            kv = self.model.cross_attention_kv(emb.to(self.device))
+        self._context_cache[prompt] = kv
+        if len(self._context_cache) > 64:
+            self._context_cache.popitem(last=False)
+        return kv
+
+    def _encode_action(self, action: Any) -> Any:
+        """Model input for an action (the encoder maps ``None`` to its default action, if any)."""
+        if self.action_encoder is None:
+            if action is None:
+                return None
+            raise ValueError(f"this model takes no actions, got action {action!r}; drop --actions / action=")
+        return self.action_encoder(action)
+
+    @staticmethod
+    def _batch_key(context: Any) -> Any:
+        return ("text_len", int(context.k[0].shape[1]))
+
+    # ------------------------------------------------------------------- loop
+
+    def step(self) -> list[BlockOutput]:
+        """One schedule -> execute -> update iteration. Returns the blocks finished in it."""
+        import torch
+
+        slots = [s.slot for s in self.sessions.values() if not s.state.done]
+        sched = self.scheduler.schedule(slots)
+        if sched.empty:
+            if sched.blocked and not any(s.state == SessionState.PAUSED for s in self.sessions.values()):
+                # nothing can run and nothing will free blocks: the pool is too small
+                for sid in sched.blocked:
+                    self._fail(self.sessions[sid], "KV pool has no free block for this session's next commit "
+                               f"({self.kv.usage()}); raise num_device_blocks/num_host_blocks or use a rolling policy")
+            return []
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            results = self._execute(sched.rows)
+        elapsed = time.perf_counter() - t0
+        self.step_log.append({"rows": len(sched.rows), "commit_rows": sum(r.commit for r in sched.rows),
+                              "seconds": elapsed})
+        share = elapsed / len(sched.rows)
+        finished: list[BlockOutput] = []
+        with torch.no_grad():
+            for row in sched.rows:
+                s = self.sessions[row.session_id]
+                res = results.get(row.session_id)
+                if isinstance(res, BaseException):
+                    self._fail(s, f"forward failed: {type(res).__name__}: {res}")
+                    continue
+                try:
+                    out = self._update(s, row, res, share)
+                except Exception as e:  # one session's failure must not stop the others
+                    logger.exception("session %s failed in update", s.id)
+                    self._fail(s, f"{type(e).__name__}: {e}")
+                    continue
+                if out is not None:
+                    finished.append(out)
+        return finished
+
+    def _forward(self, rows: Sequence[ScheduledRow]) -> torch.Tensor:
+        import torch
+
+        from inferix.models.causal_wan import CrossAttentionKV
+
+        sess = [self.sessions[r.session_id] for r in rows]
+        latents = torch.cat([s.x for s in sess])  # [B, C, F, h, w]
+        t = torch.tensor([0.0 if r.commit else self.config.timesteps[r.step] for r in rows], device=self.device)
+        ctx = CrossAttentionKV.cat([s.context for s in sess]) if len(sess) > 1 else sess[0].context
+        actions = [s.action_tensor for s in sess]
+        action = None
+        if any(a is not None for a in actions):
+            if any(a is None for a in actions):
+                raise ValueError("an action-conditioned model needs an action for every session; "
+                                 + ", ".join(s.id for s in sess if s.action_tensor is None) + " have none")
+            action = torch.cat(actions).to(self.device)
+        self.backend.prepare([RowSpec(r.session_id, r.commit) for r in rows])
+        positions = self.backend.frame_positions(self.config.block_frames)
+        return self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action)
+
+    def _execute(self, rows: Sequence[ScheduledRow]) -> dict[str, Any]:
+        """Forward all rows at once; if that raises, each row alone so only the culprit fails."""
+        try:
+            v = self._forward(rows)
+            return {r.session_id: v[i : i + 1] for i, r in enumerate(rows)}
+        except Exception as batch_error:
+            if len(rows) == 1:
+                return {rows[0].session_id: batch_error}
+            logger.warning("batched forward of %d rows failed (%s); retrying row by row", len(rows), batch_error)
+        out: dict[str, Any] = {}
+        for r in rows:
+            try:
+                out[r.session_id] = self._forward([r])
+            except Exception as e:
+                out[r.session_id] = e
+        return out
+
+    def _update(self, s: Session, row: ScheduledRow, velocity: torch.Tensor, seconds: float) -> BlockOutput | None:
+        import torch
+
+        from inferix.models.causal_wan import velocity_to_x0
+
+        ts = self.config.timesteps
+        if not row.commit:
+            s.timings["denoise"] += seconds
+            x0 = velocity_to_x0(s.x, velocity, ts[row.step])
+            if self.config.check_finite and not bool(torch.isfinite(x0).all()):
+                raise FloatingPointError(f"non-finite latents at block {s.blocks_done} step {row.step}")
+            if row.step + 1 < len(ts):
+                sigma = ts[row.step + 1] / 1000.0
+                noise = torch.randn(s.x.shape, generator=s.generator).to(s.x)
+                s.x = (1.0 - sigma) * x0 + sigma * noise
+            else:
+                s.x = x0
+            s.slot.step += 1
+            return None
+        # the clean pass wrote this block's keys/values: make them visible, evict by policy
+        s.timings["cache_update"] += seconds
+        self.kv.commit(s.id, self.config.block_frames)
+        t0 = time.perf_counter()
+        frames, s.codec_state = self.codec.decode_block(s.x, s.codec_state)
+        s.timings["decode"] = time.perf_counter() - t0
+        if s.first_frame_s is None:
+            s.first_frame_s = time.perf_counter() - s.started
+        out = BlockOutput(s.id, s.blocks_done, frames, s.x[0].float().cpu(), dict(s.timings), s.prompt, s.action)
+        s.outputs.append(out)
+        s.blocks_done += 1
+        s.slot.step = 0
+        if s.num_blocks is not None and s.blocks_done >= s.num_blocks:
+            self._finish(s, SessionState.FINISHED)
+        else:
+            self._start_block(s)
+        return out
+
+    def _apply_pending(self, s: Session) -> None:
+        if s.next_prompt is not None:
+            s.prompt, s.context, s.next_prompt = s.next_prompt, self._context(s.next_prompt), None
+        if s.has_next_action:
+            s.action, s.action_tensor = s.next_action, self._encode_action(s.next_action)
+            s.has_next_action = False
+
+    def _start_block(self, s: Session) -> None:
+        import torch
+
+        self._apply_pending(s)
+        s.timings = {"denoise": 0.0, "cache_update": 0.0, "decode": 0.0}
+        c = self.model.config.in_channels
+        h, w = self.config.latent_hw
+        # noise drawn on CPU from the session's own generator: independent of batching and device
+        s.x = torch.randn((1, c, self.config.block_frames, h, w), generator=s.generator).to(
+            self.device, self.model.dtype)
+
+    def _finish(self, s: Session, state: SessionState) -> None:
+        s.slot.state = state
+        if s.slot.session_id in self.kv.sessions:
+            self.kv.cancel_reservation(s.id)
+            self.kv.free_session(s.id)
+        s.x = None
+
+    def _fail(self, s: Session, reason: str) -> None:
+        logger.error("session %s failed: %s", s.id, reason)
+        s.error = reason
+        self._finish(s, SessionState.FAILED)
+
+    # -------------------------------------------------------------- drivers
+
+    def run(self, max_steps: int | None = None) -> None:
+        """Step until every session is done (or ``max_steps``)."""
+        n = 0
+        while self.has_unfinished and (max_steps is None or n < max_steps):
+            if not any(s.slot.runnable for s in self.sessions.values() if not s.state.done):
+                break  # everything left is paused
+            self.step()
+            n += 1
+
+    def stream(self, prompt: str = "", *, num_blocks: int | None = None, seed: int = 0, action: Any = None,
+               controls: Callable[[int], tuple[str | None, Any] | None] | None = None) -> Iterator[BlockOutput]:
+        """Generate one session and yield each decoded block as soon as it exists.
+
+        Args:
+            prompt, num_blocks, seed, action: as :meth:`add_session`.
+            controls: called with the next block's index before that block starts; returns
+                ``(prompt or None, action)`` to change them, or ``None`` to keep them — pulled just
+                in time, so interactive control never sees the future.
+
+        Raises:
+            SessionFailed: the session failed (the message says why).
+        """
+        sid = self.add_session(prompt, num_blocks=num_blocks, seed=seed, action=action)
+        s = self.sessions[sid]
+        try:
+            while not s.state.done or s.outputs:
+                while s.outputs:
+                    out = s.outputs.popleft()
+                    if controls is not None and not s.state.done:
+                        change = controls(out.index + 1)
+                        if change is not None:
+                            self._apply_now(s, *change)
+                    yield out
+                if s.state.done:
+                    break
+                self.step()
+            if s.state == SessionState.FAILED:
+                raise SessionFailed(f"session {sid} failed: {s.error}")
+        finally:
+            if not s.state.done:
+                self.cancel(sid)
+
+    def _apply_now(self, s: Session, prompt: str | None, action: Any) -> None:
+        """Change prompt/action of a session whose next block has not started denoising yet."""
+        if s.slot.step != 0:
+            raise RuntimeError("controls must be applied between blocks")
+        if prompt is not None and prompt != s.prompt:
+            s.prompt, s.context = prompt, self._context(prompt)
+        s.action_tensor = self._encode_action(action)
+        s.action = action
+
+    def usage(self) -> dict[str, Any]:
+        """KV memory accounting (blocks and bytes per pool)."""
+        u = self.kv.usage(self.storage.bytes_per_block())
+        u["bytes_per_block"] = self.storage.bytes_per_block()
+        u["allocated_bytes"] = self.storage.allocated_bytes()
+        return u

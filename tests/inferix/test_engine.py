@@ -1,0 +1,174 @@
+"""Engine: many sessions batched in one forward, same frames as alone; control; failure isolation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from inferix.engine import Engine, EngineConfig, SessionFailed
+from inferix.kv_cache import CachePolicy
+from inferix.models.attention import ContiguousKVCache
+from inferix.models.causal_wan import velocity_to_x0
+from inferix.registry import load_model
+from inferix.scheduler import SessionState
+
+HW = (8, 8)  # latent grid: 4x4 tokens per frame with the (1, 2, 2) patch
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny")
+
+
+def _engine(tiny, policy="rolling:6", max_batch=4, **kw):
+    cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse(policy),
+                       max_batch=max_batch, **kw)
+    return Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+
+
+def _run_alone(tiny, prompt, seed, blocks, policy="rolling:6", action=None):
+    eng = _engine(tiny, policy)
+    sid = eng.add_session(prompt, num_blocks=blocks, seed=seed, action=action)
+    eng.run()
+    return eng.pop_outputs(sid)
+
+
+def test_engine_matches_a_plain_contiguous_cache_loop(tiny):
+    """One session through the block pool == the explicit per-block loop over ContiguousKVCache."""
+    outs = _run_alone(tiny, "a red ball", 3, 3, policy="full", action="forward")
+    model, ts = tiny.model, tiny.timesteps[:2]
+    g = torch.Generator().manual_seed(3)
+    cache = ContiguousKVCache()
+    ctx = model.cross_attention_kv(tiny.text_encoder("a red ball"))
+    act = tiny.action_encoder("forward")
+    ref = []
+    with torch.no_grad():
+        for b in range(3):
+            x = torch.randn((1, 4, 3, *HW), generator=g)
+            pos = torch.arange(3 * b, 3 * b + 3)[None]
+            cache.commit = False
+            for i, t in enumerate(ts):
+                x0 = velocity_to_x0(x, model(x, torch.tensor([t]), ctx, cache, pos, act), t)
+                x = x0 if i + 1 == len(ts) else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(
+                    x.shape, generator=g)
+            cache.commit = True
+            model(x, torch.tensor([0.0]), ctx, cache, pos, act)
+            ref.append(x[0])
+    for o, r in zip(outs, ref, strict=True):
+        torch.testing.assert_close(o.latents, r, atol=1e-5, rtol=0)
+
+
+def test_two_sessions_batched_give_the_same_frames_as_alone(tiny):
+    alone_a = _run_alone(tiny, "a red ball falls", 1, 4, action="left")
+    alone_b = _run_alone(tiny, "a city street at night", 2, 4, action="jump")
+    eng = _engine(tiny)
+    a = eng.add_session("a red ball falls", num_blocks=4, seed=1, action="left")
+    b = eng.add_session("a city street at night", num_blocks=4, seed=2, action="jump")
+    eng.run()
+    assert max(e["rows"] for e in eng.step_log) == 2  # they really shared forwards
+    for got, ref in ((eng.pop_outputs(a), alone_a), (eng.pop_outputs(b), alone_b)):
+        assert [o.index for o in got] == [0, 1, 2, 3]
+        for o, r in zip(got, ref, strict=True):
+            torch.testing.assert_close(o.latents, r.latents, atol=1e-5, rtol=0)
+            assert np.abs(o.frames.astype(int) - r.frames.astype(int)).max() <= 1
+    assert eng.kv.pools["device"].num_used == 0  # finished sessions free their blocks
+
+
+def test_sessions_out_of_step_batch_and_stay_exact(tiny):
+    """b starts two steps after a; rows at different steps and cache lengths share forwards."""
+    alone_b = _run_alone(tiny, "snow", 5, 3)
+    eng = _engine(tiny)
+    a = eng.add_session("rain", num_blocks=3, seed=4)
+    eng.step()
+    eng.step()
+    b = eng.add_session("snow", num_blocks=3, seed=5)
+    eng.run()
+    assert eng.session(a).state == SessionState.FINISHED
+    for o, r in zip(eng.pop_outputs(b), alone_b, strict=True):
+        torch.testing.assert_close(o.latents, r.latents, atol=1e-5, rtol=0)
+
+
+def test_prompt_and_action_changes_apply_from_the_next_block(tiny):
+    base = _run_alone(tiny, "a forest", 7, 3, action="idle")
+    eng = _engine(tiny)
+    sid = eng.add_session("a forest", num_blocks=3, seed=7, action="idle")
+    while not eng.session(sid).outputs:
+        eng.step()
+    eng.set_action(sid, "right")
+    eng.set_prompt(sid, "a desert")
+    eng.run()
+    outs = eng.pop_outputs(sid)
+    torch.testing.assert_close(outs[0].latents, base[0].latents, atol=1e-6, rtol=0)
+    assert (outs[1].latents - base[1].latents).abs().max() > 1e-3
+    assert (outs[1].prompt, outs[1].action) == ("a desert", "right")
+
+
+def test_unknown_action_is_a_clear_error(tiny):
+    eng = _engine(tiny)
+    with pytest.raises(ValueError, match=r"unknown action 'fly'.*forward"):
+        eng.add_session("x", num_blocks=1, action="fly")
+    sid = eng.add_session("x", num_blocks=1)
+    with pytest.raises(ValueError, match="Did you mean 'jump'"):
+        eng.set_action(sid, "jmup")
+
+
+def test_a_failing_session_does_not_take_others_down(tiny):
+    """The model rejects one row's action id: that session fails, the batch-mate finishes exactly."""
+    ref = _run_alone(tiny, "a boat", 9, 3)
+    def encoder(action):
+        return torch.tensor([99]) if action == "broken" else tiny.action_encoder(action)
+    cfg = EngineConfig(latent_hw=HW, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("rolling:6"))
+    eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, encoder)
+    good = eng.add_session("a boat", num_blocks=3, seed=9)
+    bad = eng.add_session("a boat", num_blocks=3, seed=9, action="broken")
+    eng.run()
+    assert eng.session(bad).state == SessionState.FAILED
+    assert "unknown action id 99" in eng.session(bad).error
+    assert eng.session(good).state == SessionState.FINISHED
+    for o, r in zip(eng.pop_outputs(good), ref, strict=True):
+        torch.testing.assert_close(o.latents, r.latents, atol=1e-5, rtol=0)
+    with pytest.raises(SessionFailed, match="unknown action id 99"):
+        next(iter(Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, encoder).stream("x", action="broken")))
+
+
+def test_pause_resume_cancel(tiny):
+    eng = _engine(tiny)
+    a = eng.add_session("a", num_blocks=2, seed=0)
+    b = eng.add_session("b", num_blocks=None, seed=1)
+    eng.pause(a)
+    for _ in range(6):
+        eng.step()
+    assert eng.session(a).blocks_done == 0 and eng.session(b).blocks_done == 2
+    eng.resume(a)
+    eng.cancel(b)
+    assert eng.kv.sessions.get(b) is None
+    eng.run()
+    assert eng.session(a).state == SessionState.FINISHED and eng.session(b).state == SessionState.CANCELLED
+    with pytest.raises(ValueError, match="cancelled"):
+        eng.set_prompt(b, "again")
+
+
+def test_rolling_policy_keeps_kv_blocks_bounded(tiny):
+    eng = _engine(tiny, policy="rolling:6")
+    used = []
+    for out in eng.stream("long", num_blocks=None, seed=0):
+        used.append((eng.kv.usage()["device_blocks_used"], eng.kv.num_blocks(out.session_id)))
+        if out.index == 11:
+            break
+    # window 6 frames = 2 KV blocks of 3 frames: after block 2 the count stops growing
+    assert used[:2] == [(1, 1), (2, 2)]
+    assert set(used[2:]) == {(2, 2)}
+    assert eng.kv.usage()["device_blocks_used"] == 0  # closing the stream cancelled and freed it
+
+
+def test_stream_controls_are_pulled_just_in_time(tiny):
+    eng = _engine(tiny)
+    asked = []
+    def controls(i):
+        asked.append(i)
+        return None if i == 1 else ("new prompt", "jump")
+    outs = list(eng.stream("old prompt", num_blocks=3, seed=0, controls=controls))
+    assert asked == [1, 2]
+    assert [o.prompt for o in outs] == ["old prompt", "old prompt", "new prompt"]
+    assert outs[2].action == "jump"
