@@ -14,6 +14,15 @@ _LAZY = {
     "FullAttention": "inferix.models.attention",
     "RopeApplier": "inferix.models.attention",
     "block_causal_mask": "inferix.models.attention",
+    "CausalWanModel": "inferix.models.causal_wan",
+    "CrossAttentionKV": "inferix.models.causal_wan",
+    "velocity_to_x0": "inferix.models.causal_wan",
+    "CONFIGS": "inferix.models.configs",
+    "WanConfig": "inferix.models.configs",
+    "get_config": "inferix.models.configs",
+    "build_model": "inferix.models.factory",
+    "CheckpointError": "inferix.models.loading",
+    "load_model_weights": "inferix.models.loading",
 }
 
 __all__ = sorted(_LAZY)

@@ -194,9 +194,7 @@ class RopeApplier:
         return out
 
 
-def attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
-) -> torch.Tensor:
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Scaled dot-product attention in the ``[B, L, H, D]`` layout.
 
     Args:
