@@ -898,3 +898,75 @@ def format_errors(summary: Mapping[str, Any], max_len: int = 300) -> str:
         msg = e["error"] if len(e["error"]) <= max_len else e["error"][: max_len - 3] + "..."
         lines.append(f"  {e['case_id']} s{e['seed']} {e['track']}: {msg}")
     return "\n".join(lines)
+
+
+# ================================================================ single video
+
+
+def score_video(
+    video_path: str | Path,
+    case: Case,
+    tracks: Sequence[str],
+    *,
+    seed: int = 0,
+    judge: str = "none",
+    device: str = "auto",
+    options: Mapping[str, Any] | None = None,
+    work_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+) -> list[TrackResult]:
+    """Score one video file of ``case`` on ``tracks`` (``worldolympiad score``); no run directory.
+
+    Unknown/unloadable tracks and crashing tracks give ``failed`` rows, tracks that cannot
+    judge the case give ``not_applicable`` rows, exactly as in :func:`evaluate`.
+
+    Raises:
+        VideoError: the video cannot be read (there is nothing to score).
+    """
+    import tempfile
+
+    from worldolympiad.models.reference import default_cache_dir
+    from worldolympiad.registries import TRACKS
+    from worldolympiad.video.io import read_video
+
+    video_path = Path(video_path)
+    spec = RunSpec(model=f"file:{video_path}", suite=case.suite or case.id, tracks=tuple(tracks), seeds=(seed,),
+                   judge=judge or "none", options=tuple(sorted((options or {}).items())))
+    work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="wo-score-"))
+    classes: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name in tracks:
+        try:
+            classes[name] = TRACKS.get(name)
+        except Exception as e:  # noqa: BLE001
+            errors[name] = f"track {name!r} is unavailable: {e}"
+    env = _Env(spec=spec, run_dir=work, cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
+               device=resolve_device(device), resume=False, track_classes=classes)
+    worker = _Worker(env, lambda kind, payload: None)
+    video = read_video(video_path)
+    video.chunks = _clip(case.chunks, video.num_frames)
+    ref_cache: dict[str, Video | None] = {}
+
+    def load_reference() -> Video | None:
+        if "ref" not in ref_cache:
+            from worldolympiad.models.reference import ReferenceStore
+
+            ref_cache["ref"] = ReferenceStore(env.cache_dir).load(case)
+        return ref_cache["ref"]
+
+    rows: list[TrackResult] = []
+    parent: dict[str, Any] = {}
+    for name in tracks:
+        if name in errors:
+            rows.append(failed_row(spec, case, seed, name, errors[name], "unavailable"))
+            continue
+        reason = _applicability(parent, classes, name, case)
+        if reason is not None:
+            rows.append(TrackResult(case.id, spec.model, seed, name, None, status="not_applicable", errors=[reason],
+                                    coverage={"reason": reason}, track_version=_version_of(classes, name),
+                                    scenario=case.scenario, suite=case.suite))
+            continue
+        row = worker.run_track(name, video, case, seed, load_reference)
+        row.artifacts["video"] = str(video_path)
+        rows.append(row)
+    return rows

@@ -1,0 +1,392 @@
+"""``worldolympiad``: list, validate, score, import; thin dispatchers to the other packages.
+
+``ls`` never imports torch: it reads registries (names and descriptions only),
+``tracks/<track>/track.yaml`` and ``tracks/physics/rules.yaml`` as data files, and
+suite factories (which only build Case objects, no rendering).
+
+Dispatchers hand the rest of the command line to the package that owns the command:
+
+==============================  =====================================
+``worldolympiad report ...``    ``leaderboard.report:main(argv)``
+``worldolympiad leaderboard``   ``leaderboard.cli:main(argv)``
+``worldolympiad scenarios render SUITE OUT``  ``scenarios.render:main([SUITE, OUT, ...])``
+``worldolympiad lvbench ...``   ``tracks.longvideo.cli:main(argv)``
+==============================  =====================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+EPILOG = """\
+examples:
+  worldolympiad ls models                     # model SPEC prefixes
+  worldolympiad ls metrics                    # every track's metrics, bounds and weights (from track.yaml)
+  worldolympiad ls suites                     # suites with case counts
+  worldolympiad validate my_suite.json        # every problem with its JSON path; exit 1 if any
+  worldolympiad score gen.mp4 --case case.json --reference ref.mp4 --tracks interaction,longvideo
+  worldolympiad import data/worldolympiad --layout worldolympiad-damo --out wo.json
+  worldolympiad scenarios render smoke out/   # reference videos + case files for your own model
+  worldolympiad report runs/reference__smoke__1a2b3c4d5e6f
+  worldolympiad leaderboard build
+  worldolympiad lvbench --help
+"""
+
+# command → ("module:function", package that provides it, how argv is cut)
+DISPATCH: dict[str, tuple[str, str]] = {
+    "report": ("leaderboard.report:main", "leaderboard"),
+    "leaderboard": ("leaderboard.cli:main", "leaderboard"),
+    "scenarios": ("scenarios.render:main", "scenarios"),
+    "lvbench": ("tracks.longvideo.cli:main", "tracks (tracks/longvideo/cli.py)"),
+}
+
+LS_KINDS = ("models", "tracks", "metrics", "suites", "rules", "judges", "generators", "perturbations")
+
+
+class UsageError(ValueError):
+    """A bad command line (exit 2)."""
+
+
+# ============================================================================ ls
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    if not rows:
+        return "(none)"
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1] for r in rows)
+
+
+def _track_package(name: str) -> str | None:
+    """The package holding a track's data files, found without importing the track class."""
+    from worldolympiad.registries import TRACKS
+
+    entry = TRACKS._entry(name)  # the registry keeps the lazy "module:attr" target; read it, don't load it
+    target = entry.target
+    module = target.split(":", 1)[0] if isinstance(target, str) else (getattr(target, "__module__", "") or "")
+    if not module:
+        return None
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)  # imports parent packages only, never the module itself
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations is None:  # a plain module: its data files sit in its package
+        return module.rpartition(".")[0] or None
+    return module
+
+
+def load_track_yaml(name: str) -> dict[str, Any] | None:
+    """``tracks/<track>/track.yaml`` of a registered track (``None`` if not declared)."""
+    import importlib.resources as res
+
+    import yaml
+
+    pkg = _track_package(name)
+    if not pkg:
+        return None
+    try:
+        f = res.files(pkg).joinpath("track.yaml")
+        if not f.is_file():
+            return None
+        return yaml.safe_load(f.read_text())  # type: ignore[no-any-return]
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, TypeError):
+        return None
+
+
+def _ls_models() -> str:
+    from worldolympiad.registries import MODELS
+
+    return _table([(n, d.get("source", ""), d.get("description", "")) for n, d in MODELS.items()])
+
+
+def _ls_simple(reg_name: str) -> str:
+    from worldolympiad import registries
+
+    reg = getattr(registries, reg_name)
+    return _table([(n, d.get("description", "")) for n, d in reg.items()])
+
+
+def _ls_tracks() -> str:
+    from worldolympiad.registries import TRACKS
+
+    rows = []
+    for n, d in TRACKS.items():
+        y = load_track_yaml(n)
+        version = f"v{y.get('version')}" if y else "(metrics not declared)"
+        rows.append((n, version, d.get("description", "")))
+    return _table(rows)
+
+
+def _ls_metrics() -> str:
+    from worldolympiad.registries import TRACKS
+
+    out = []
+    for n in TRACKS.names():
+        y = load_track_yaml(n)
+        if not y:
+            out.append(f"{n}: (metrics not declared)")
+            continue
+        weights = (y.get("score") or {}).get("weights") or {}
+        out.append(f"{n} v{y.get('version', '?')}: {' '.join(str(y.get('description', '')).split())[:100]}")
+        rows = []
+        for m in y.get("metrics") or []:
+            direction = "higher better" if m.get("higher_is_better", True) else "lower better"
+            bounds = m.get("bounds")
+            b = f"[{bounds[0]}, {bounds[1]}]" if isinstance(bounds, (list, tuple)) and len(bounds) == 2 else "-"
+            w = weights.get(m.get("name"))
+            rows.append(("  " + str(m.get("name")), f"v{m.get('version', '1')}", direction, b,
+                         f"w={w}" if w is not None else "w=0", " ".join(str(m.get("description", "")).split())))
+        out.append(_table(rows))
+    return "\n".join(out)
+
+
+def _ls_rules() -> str:
+    import importlib.resources as res
+
+    import yaml
+
+    try:
+        f = res.files("tracks.physics").joinpath("rules.yaml")
+        data = yaml.safe_load(f.read_text()) if f.is_file() else None
+    except (ModuleNotFoundError, FileNotFoundError):
+        data = None
+    if not data or not data.get("rules"):
+        from worldolympiad.validate import load_schema
+
+        ids = load_schema("case")["properties"]["physics"]["properties"]["rules"]["items"]["enum"]
+        return "(rule descriptions not declared: tracks/physics/rules.yaml missing)\n" + "\n".join(ids)
+    return _table([(r["id"], r.get("dimension", ""), " ".join(str(r.get("description", "")).split()))
+                   for r in data["rules"]])
+
+
+def _ls_suites() -> str:
+    from worldolympiad.registries import SUITES
+
+    rows = []
+    for n, d in SUITES.items():
+        try:
+            count = f"{len(SUITES.get(n)())} cases"
+        except Exception as e:  # noqa: BLE001 - a suite that cannot build is listed with why
+            count = f"(unavailable: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})"
+        rows.append((n, count, d.get("description", "")))
+    return _table(rows)
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    fn: dict[str, Callable[[], str]] = {
+        "models": _ls_models,
+        "tracks": _ls_tracks,
+        "metrics": _ls_metrics,
+        "suites": _ls_suites,
+        "rules": _ls_rules,
+        "judges": lambda: _ls_simple("JUDGES"),
+        "generators": lambda: _ls_simple("GENERATORS"),
+        "perturbations": lambda: _ls_simple("PERTURBATIONS"),
+    }
+    print(fn[args.kind]())
+    return 0
+
+
+# ===================================================================== validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from worldolympiad.validate import validate_file
+
+    path = Path(args.target)
+    if not path.exists():
+        from worldolympiad.registries import SUITES
+
+        if args.target in SUITES:
+            from worldolympiad.validate import validate_case_dict
+
+            problems = []
+            cases = SUITES.get(args.target)()
+            seen: set[str] = set()
+            for i, c in enumerate(cases):
+                problems += validate_case_dict(c.to_dict(), prefix=f"$[{i}]")
+                if c.id in seen:
+                    problems.append(f"$[{i}].id: duplicate case id {c.id!r}")  # type: ignore[arg-type]
+                seen.add(c.id)
+            return _report_problems(args.target, problems, len(cases))
+        raise UsageError(f"{path} not found (and not a registered suite name); pass a case or suite JSON file")
+    problems = validate_file(path)
+    n = 1
+    try:
+        d = json.loads(path.read_text())
+        n = len(d["cases"]) if isinstance(d, dict) and isinstance(d.get("cases"), list) else 1
+    except (json.JSONDecodeError, OSError):
+        pass
+    return _report_problems(str(path), problems, n)
+
+
+def _report_problems(what: str, problems: Sequence[Any], n: int) -> int:
+    if problems:
+        for p in problems:
+            print(f"{what}: {p}")
+        print(f"{len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"{what}: OK ({n} case{'s' if n != 1 else ''})")
+    return 0
+
+
+# ======================================================================== score
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from worldolympiad.evaluator import parse_options, score_video
+    from worldolympiad.types import TRACKS as ALL_TRACKS
+    from worldolympiad.types import Case
+    from worldolympiad.video.io import VideoError
+
+    case = Case.load(args.case)
+    if args.reference:
+        case = dataclasses.replace(case, reference=str(Path(args.reference).resolve()))
+    tracks = [t.strip() for t in (args.tracks or ",".join(ALL_TRACKS)).split(",") if t.strip()]
+    try:
+        rows = score_video(args.video, case, tracks, seed=args.seed, judge=args.judge, device=args.device,
+                           options=parse_options(args.option), work_dir=args.work_dir)
+    except VideoError as e:
+        print(f"worldolympiad score: error: {e}", file=sys.stderr)
+        return 1
+    table = [("track", "status", "score", "metrics / reason")]
+    for r in rows:
+        if r.status == "ok":
+            detail = ", ".join(f"{m.name}={m.normalized:.3f}" if m.normalized is not None else f"{m.name}:{m.status}"
+                               for m in r.metrics)
+        else:
+            detail = "; ".join(r.errors)
+        table.append((r.track, r.status, "-" if r.score is None else f"{r.score:.3f}", detail))
+    print(_table(table))
+    print(json.dumps([r.to_dict() for r in rows], indent=2))
+    return 0
+
+
+# ======================================================================= import
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a folder; pass the root of the dataset")
+    out = Path(args.out) if args.out else None
+    if args.layout == "worldolympiad-damo":
+        from worldolympiad.importers.damo import import_damo
+
+        path, suite = import_damo(root, out, name=args.name)
+        print(f"wrote {path}: {len(suite.cases)} case(s)"
+              + (f", {len(suite.broken)} skipped:" if suite.broken else ""))
+        for b in suite.broken:
+            print(f"  skipped {b.case_id}: {b.error}")
+        return 0
+    fn = _load_dispatch("tracks.longvideo.importer:import_lvbench", "tracks (tracks/longvideo/importer.py)")
+    if fn is None:
+        return 2
+    result = fn(root, out)
+    print(f"imported LV-Bench layout: {result}")
+    return 0
+
+
+# =================================================================== dispatchers
+
+
+def _load_dispatch(target: str, provider: str) -> Any:
+    from worldolympiad.registry import import_target
+
+    try:
+        return import_target(target)
+    except (ImportError, AttributeError) as e:
+        print(f"worldolympiad: error: this command is provided by {provider} ({target}), which is not available: "
+              f"{e}; install or update that package", file=sys.stderr)
+        return None
+
+
+def dispatch(cmd: str, rest: list[str]) -> int:
+    target, provider = DISPATCH[cmd]
+    if cmd == "scenarios":
+        if not rest or rest[0] != "render":
+            print("usage: worldolympiad scenarios render SUITE OUT", file=sys.stderr)
+            return 2
+        rest = rest[1:]
+    fn = _load_dispatch(target, provider)
+    if fn is None:
+        return 2
+    rc = fn(rest)
+    return int(rc or 0)
+
+
+# ========================================================================= main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="worldolympiad", description="WorldOlympiad: a benchmark for video world models.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    ls = sub.add_parser("ls", help="list models, tracks, metrics, suites, rules, judges, generators, perturbations")
+    ls.add_argument("kind", choices=LS_KINDS)
+    v = sub.add_parser("validate", help="check a case or suite file; every problem with its JSON path")
+    v.add_argument("target", metavar="CASE_OR_SUITE")
+    s = sub.add_parser("score", help="score one video file of one case")
+    s.add_argument("video", metavar="VIDEO")
+    s.add_argument("--case", required=True, help="case JSON file")
+    s.add_argument("--reference", help="reference video (overrides the case's)")
+    s.add_argument("--tracks", help="comma-separated tracks (default: all)")
+    s.add_argument("--judge", default="none", help="judge SPEC (default: none)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument("--work-dir", help="folder for artifacts (default: a temp folder)")
+    im = sub.add_parser("import", help="convert a public data layout into a suite file")
+    im.add_argument("root", metavar="ROOT")
+    im.add_argument("--layout", required=True, choices=["worldolympiad-damo", "lvbench"])
+    im.add_argument("--out", help="suite JSON to write (default: ROOT/suite.json)")
+    im.add_argument("--name", help="suite name (default: the folder name)")
+    for cmd, (target, provider) in DISPATCH.items():
+        sub.add_parser(cmd, help=f"→ {target} ({provider}); see `worldolympiad {cmd} --help`", add_help=False)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``worldolympiad``; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in argv[:1] or "--verbose" in argv[:1]
+    if verbose:
+        argv = argv[1:]
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if argv and argv[0] in DISPATCH:
+        return dispatch(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "ls": cmd_ls, "validate": cmd_validate, "score": cmd_score, "import": cmd_import,
+    }
+    try:
+        return handlers[args.cmd](args)
+    except UsageError as e:
+        print(f"worldolympiad: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - one clear line instead of a traceback; -v shows it
+        from worldolympiad.types import CaseError
+
+        if verbose:
+            raise
+        code = 2 if isinstance(e, (CaseError, FileNotFoundError)) else 1
+        print(f"worldolympiad: error: {e}", file=sys.stderr)
+        return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
