@@ -1,0 +1,216 @@
+"""Action vocabularies: what image motion each commanded action should cause.
+
+A case's chunk carries an action (a name like ``"turn_left"`` / ``"RIGHT"``, or a structured
+command ``{"name": "move_ee", "delta": [dx, dy, dz]}``). :func:`expected_motion` turns it into
+an :class:`ExpectedMotion` — *what* should move (camera or agent), *how* (translate, zoom,
+nothing), the image direction and, when known, the magnitude — using, in order:
+
+1. ``case.metadata["action_space"]`` (written by the scenario generators; the forms are listed
+   in ``data/action_spaces.yaml``),
+2. the defaults shipped in ``data/action_spaces.yaml`` for public layouts.
+
+An action that no vocabulary knows raises :class:`UnknownActionError` naming the action, the
+vocabulary and its actions: the track reports it as that case's error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from worldolympiad.types import Action, Case
+
+DATA = Path(__file__).with_name("data") / "action_spaces.yaml"
+
+Target = Literal["camera", "agent"]
+Mode = Literal["translate", "zoom", "none"]
+
+
+class UnknownActionError(ValueError):
+    """A chunk's action is not in the case's action vocabulary."""
+
+
+@dataclass(frozen=True)
+class ExpectedMotion:
+    """The motion an action should cause in the image.
+
+    Attributes:
+        action: the action's name as given.
+        target: ``camera`` (global ego-motion) or ``agent`` (tracked sprite / end-effector).
+        mode: ``translate``, ``zoom`` or ``none``.
+        direction: unit ``(dx, dy)`` for translate (x right, y down); ``(±1, 0)`` for zoom.
+        magnitude: expected speed (fraction of image width per frame, or log-scale per frame
+            for zoom), ``None`` when the vocabulary does not say.
+    """
+
+    action: str
+    target: Target
+    mode: Mode
+    direction: tuple[float, float] = (0.0, 0.0)
+    magnitude: float | None = None
+
+
+@cache
+def default_vocabularies() -> dict[str, Any]:
+    """The parsed ``data/action_spaces.yaml``."""
+    import yaml
+
+    return yaml.safe_load(DATA.read_text())  # type: ignore[no-any-return]
+
+
+def action_name(action: Action) -> str | None:
+    """The name of an action (``None`` when the chunk has no action)."""
+    if action is None:
+        return None
+    if isinstance(action, str):
+        return action
+    if isinstance(action, dict):
+        return str(action.get("name") or action.get("action") or action.get("type") or "")
+    raise UnknownActionError(f"action must be a name or a dict with a 'name', got {type(action).__name__}: {action!r}")
+
+
+def _unit(v: Any) -> tuple[tuple[float, float], float]:
+    a = np.asarray(v, dtype=np.float64).ravel()[:2]
+    n = float(np.linalg.norm(a))
+    if n == 0:
+        return (0.0, 0.0), 0.0
+    return (float(a[0] / n), float(a[1] / n)), n
+
+
+def _from_canonical(name: str, e: dict[str, Any]) -> ExpectedMotion:
+    mode = e.get("motion", "none")
+    target = e.get("target", "camera")
+    if mode == "translate":
+        d, _ = _unit(e["direction"])
+        return ExpectedMotion(name, target, "translate", d, e.get("magnitude"))
+    if mode == "zoom":
+        return ExpectedMotion(name, target, "zoom", (float(np.sign(e.get("direction", 1))), 0.0), e.get("magnitude"))
+    return ExpectedMotion(name, target, "none")
+
+
+def _from_case_space(name: str, space: dict[str, Any], e: dict[str, Any], case: Case) -> ExpectedMotion:
+    """Convert one entry of a generator's ``metadata["action_space"]`` (see module docs)."""
+    kind = space.get("kind", "")
+    if "motion" in e and isinstance(e["motion"], str):
+        return _from_canonical(name, {"target": "agent" if kind != "camera" else "camera", **e})
+    if kind == "image_translation" or (kind != "camera" and "translation" in e and len(e["translation"]) == 2):
+        d, n = _unit(e["translation"])
+        if n == 0:
+            return ExpectedMotion(name, "agent", "none")
+        return ExpectedMotion(name, "agent", "translate", d, n / case.width)
+    if kind == "camera":
+        t = np.asarray(e.get("translation", [0, 0, 0]), dtype=np.float64)
+        yaw = float(e.get("yaw_deg", 0.0))
+        pitch = float(e.get("pitch_deg", 0.0))
+        fx = float(case.camera.K[0, 0]) if case.camera is not None else None
+        # Rotation dominates the image motion of a turning camera: yaw left (+) moves content right.
+        if abs(yaw) > 1e-9 or abs(pitch) > 1e-9:
+            d, _ = _unit([yaw, pitch])
+            mag = math.hypot(math.tan(math.radians(yaw)), math.tan(math.radians(pitch))) * fx / case.width if fx else None
+            return ExpectedMotion(name, "camera", "translate", d, mag)
+        if abs(t[2]) >= max(abs(t[0]), abs(t[1])) and abs(t[2]) > 0:
+            return ExpectedMotion(name, "camera", "zoom", (float(np.sign(t[2])), 0.0))
+        if np.linalg.norm(t[:2]) > 0:
+            d, _ = _unit(-t[:2])  # camera moves right -> content moves left
+            return ExpectedMotion(name, "camera", "translate", d)
+        return ExpectedMotion(name, "camera", "none")
+    raise UnknownActionError(f"action {name!r}: cannot read its entry {e!r} in action_space of kind {kind!r}; "
+                             f"see {DATA} for the supported forms")
+
+
+def _structured(action: dict[str, Any], case: Case) -> ExpectedMotion | None:
+    """``{"name": ..., "delta": [dx, dy, dz]}`` (world metres) projected through the case camera."""
+    delta = action.get("delta")
+    if delta is None:
+        return None
+    name = action_name(action) or "move"
+    d = np.asarray(delta, dtype=np.float64)
+    if np.linalg.norm(d) == 0:
+        return ExpectedMotion(name, "agent", "none")
+    if case.camera is None or not len(case.camera.poses):
+        raise UnknownActionError(f"action {name!r} moves by a world-space delta but case {case.id!r} has no camera "
+                                 "pose to project it into the image; add case.camera")
+    R_wc = case.camera.poses[0][:3, :3].T  # world -> camera rotation
+    dc = R_wc @ d[:3] if d.size >= 3 else np.r_[d, 0.0]
+    img, _ = _unit(dc[:2])  # OpenCV camera: x right, y down; depth change ignored for direction
+    if img == (0.0, 0.0):
+        return ExpectedMotion(name, "agent", "zoom", (float(-np.sign(dc[2])), 0.0))
+    return ExpectedMotion(name, "agent", "translate", img)
+
+
+def vocabulary_for(case: Case) -> tuple[str, dict[str, Any], bool]:
+    """``(vocabulary name, entries, from_case)`` for ``case``; raises when none applies."""
+    space = case.metadata.get("action_space")
+    if isinstance(space, dict) and isinstance(space.get("actions"), dict):
+        return f"{case.id}.metadata.action_space", space, True
+    spaces = default_vocabularies()["spaces"]
+    gen = str(case.metadata.get("generator", ""))
+    candidates = [case.metadata.get("action_space_name"), gen, case.metadata.get("game")]
+    if gen.startswith("gaming.atari"):
+        candidates.append("atari")
+    candidates += ["robotics" if case.scenario == "robotics" else None, "camera"]
+    for c in candidates:
+        if c and c in spaces:
+            return str(c), {"actions": spaces[c]}, False
+    raise UnknownActionError(f"case {case.id!r} has no action vocabulary (metadata['action_space']) and none of "
+                             f"the defaults {sorted(spaces)} matches; add one")
+
+
+def expected_motion(action: Action, case: Case) -> ExpectedMotion | None:
+    """The expected motion of ``action`` in ``case`` (``None`` when the chunk has no action).
+
+    Raises:
+        UnknownActionError: the action is not in the case's vocabulary (message lists it).
+    """
+    if action is None:
+        return None
+    if isinstance(action, dict):
+        s = _structured(action, case)
+        if s is not None:
+            return s
+    name = action_name(action)
+    if not name:
+        raise UnknownActionError(f"case {case.id!r}: action {action!r} has no name")
+    vocab_name, space, from_case = vocabulary_for(case)
+    actions = space["actions"]
+    key = name if name in actions else next((k for k in actions if k.lower() == name.lower().replace(" ", "_")), None)
+    if key is None:
+        raise UnknownActionError(f"case {case.id!r}: unknown action {name!r} for vocabulary {vocab_name!r}; "
+                                 f"known actions: {', '.join(sorted(actions))}")
+    entry = actions[key]
+    if from_case:
+        return _from_case_space(key, space, entry, case)
+    return _from_canonical(key, entry)
+
+
+def agent_appearance(case: Case) -> dict[str, Any] | None:
+    """Colour (and search window in output pixels) of the agent sprite, when known.
+
+    From ``action_space["agent_color"]`` / ``["agent_window"]``, a ``physics.objects`` entry
+    named like the agent, or the shipped Atari defaults.
+    """
+    space = case.metadata.get("action_space") or {}
+    if isinstance(space, dict) and space.get("agent_color"):
+        return {"color": space["agent_color"], "window": space.get("agent_window")}
+    agent = space.get("agent") if isinstance(space, dict) else None
+    if case.physics is not None:
+        for o in case.physics.objects:
+            if o.get("color") and (o.get("name") == agent or o.get("role") == "agent"):
+                return {"color": o["color"], "window": None}
+    game = str(case.metadata.get("game") or "")
+    atari = default_vocabularies().get("atari_agents", {})
+    if game in atari:
+        a = atari[game]
+        nh, nw = a["native"]
+        sy, sx = case.height / nh, case.width / nw
+        w = a["window"]
+        # one native pixel of slack around the window: resizing blurs sprite edges
+        window = {"rows": [max(0, int(w["rows"][0] * sy) - 1), int(math.ceil(w["rows"][1] * sy)) + 1],
+                  "cols": [max(0, int(w["cols"][0] * sx) - 1), int(math.ceil(w["cols"][1] * sx)) + 1]}
+        return {"color": a["color"], "window": window}
+    return None

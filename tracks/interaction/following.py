@@ -1,0 +1,207 @@
+"""Action following: does the realised motion match the commanded action, in direction and size, on time?
+
+Per chunk with an action (see :mod:`tracks.interaction.actions`), the realised motion of the
+camera or the agent (:mod:`tracks.interaction.motion`) is projected on the expected direction:
+``p_t = v_t · d`` (translate) or ``p_t = ±zoom_t`` (zoom), per frame pair inside the chunk.
+
+* **Direction**: the chunk's mean motion points the expected way (cosine >= 0.5 and speed
+  above the noise floor); for ``none`` actions, the speed stays below the floor. When the
+  case has a reference video and the *reference* itself does not show the expected motion
+  (an Atari paddle already against the wall), the chunk is judged against the reference's
+  realised motion instead (``details.expectation = "reference"``).
+* **Magnitude**: relative error ``|p - p*| / max(p*, floor)`` of the mean projected speed,
+  ``p*`` = the reference's realised speed when there is a reference, else the vocabulary's
+  magnitude; chunks with neither are skipped (not applicable if none remains).
+* **Response delay**: with a reference, the lag (frames, then seconds) maximising the
+  normalised cross-correlation of the generated and reference projected-speed series over
+  the whole video (a model that answers late lags behind). Without one, the mean onset
+  inside chunks: the first frame whose projected speed reaches half the chunk's steady
+  (90th-percentile) speed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracks.interaction.actions import ExpectedMotion, agent_appearance, expected_motion
+from tracks.interaction.motion import MotionSeries, agent_motion, camera_motion
+from worldolympiad.types import Case, Chunk
+
+# Speeds below these are "not moving" (fraction of width / log-scale per frame): ~0.25 px at 128 px.
+TRANSLATE_FLOOR = 0.002
+ZOOM_FLOOR = 0.002
+MIN_COSINE = 0.5
+
+
+@dataclass
+class ChunkFollowing:
+    """The verdict on one chunk."""
+
+    index: int
+    action: str
+    target: str
+    mode: str
+    mean_motion: list[float]
+    projected: float
+    direction_ok: bool
+    expectation: str = "vocabulary"
+    magnitude_error: float | None = None
+    onset_frames: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 5) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class FollowingReport:
+    chunks: list[ChunkFollowing]
+    delay_frames: float | None
+    delay_method: str
+    errors: list[str] = field(default_factory=list)
+    correlation: float | None = None
+
+    @property
+    def direction_accuracy(self) -> float | None:
+        return float(np.mean([c.direction_ok for c in self.chunks])) if self.chunks else None
+
+    @property
+    def magnitude_error(self) -> float | None:
+        vals = [c.magnitude_error for c in self.chunks if c.magnitude_error is not None]
+        return float(np.mean(vals)) if vals else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunks": [c.to_dict() for c in self.chunks], "delay_frames": self.delay_frames,
+                "delay_method": self.delay_method, "correlation": self.correlation, "errors": self.errors}
+
+
+def _series(frames: np.ndarray, target: str, case: Case, cache: dict[str, MotionSeries]) -> MotionSeries:
+    if target not in cache:
+        cache[target] = camera_motion(frames) if target == "camera" else agent_motion(frames, agent_appearance(case))
+    return cache[target]
+
+
+def _pairs(chunk: Chunk, n_pairs: int) -> slice:
+    """Frame pairs whose motion belongs to ``chunk``: ``t -> t+1`` for t in [start, end - 1)."""
+    return slice(chunk.frame_start, min(chunk.frame_end - 1, n_pairs))
+
+
+def _projected(series: MotionSeries, exp: ExpectedMotion) -> np.ndarray:
+    if exp.mode == "zoom":
+        return exp.direction[0] * series.zoom
+    if exp.mode == "translate":
+        return series.translation @ np.asarray(exp.direction)
+    return np.linalg.norm(series.translation, axis=1)
+
+
+def _mean_vec(series: MotionSeries, sl: slice, mode: str) -> np.ndarray:
+    if mode == "zoom":
+        z = series.zoom[sl]
+        return np.array([np.nanmean(z) if np.isfinite(z).any() else np.nan])
+    tr = series.translation[sl]
+    ok = np.isfinite(tr).all(axis=1)
+    return tr[ok].mean(axis=0) if ok.any() else np.array([np.nan, np.nan])
+
+
+def _direction_ok(v: np.ndarray, exp: ExpectedMotion) -> bool:
+    if not np.isfinite(v).all():
+        return False
+    if exp.mode == "zoom":
+        return bool(v[0] * exp.direction[0] > ZOOM_FLOOR)
+    speed = float(np.linalg.norm(v))
+    if exp.mode == "none":
+        return speed < TRANSLATE_FLOOR
+    return speed > TRANSLATE_FLOOR and float(v @ np.asarray(exp.direction)) / speed >= MIN_COSINE
+
+
+def _matches_reference(v: np.ndarray, v_ref: np.ndarray, mode: str) -> bool:
+    if not (np.isfinite(v).all() and np.isfinite(v_ref).all()):
+        return False
+    floor = ZOOM_FLOOR if mode == "zoom" else TRANSLATE_FLOOR
+    return float(np.linalg.norm(v - v_ref)) <= floor + 0.5 * float(np.linalg.norm(v_ref))
+
+
+def _onset(p: np.ndarray) -> float | None:
+    p = p[np.isfinite(p)]
+    if len(p) < 4:
+        return None
+    # The 90th percentile, not the end of the chunk: a sprite that reaches a wall stops moving.
+    steady = float(np.percentile(p, 90))
+    if steady <= TRANSLATE_FLOOR:
+        return float(len(p))  # never responded within the chunk
+    return float(np.argmax(p >= 0.5 * steady))
+
+
+def _xcorr_lag(a: np.ndarray, b: np.ndarray, max_lag: int) -> tuple[int, float]:
+    """Lag ``k`` maximising corr(a[t + k], b[t]) for |k| <= max_lag (``a`` lags ``b`` by k frames)."""
+    a = np.nan_to_num(a - np.nanmean(a))
+    b = np.nan_to_num(b - np.nanmean(b))
+    best, best_r = 0, -np.inf
+    n = len(a)
+    for k in range(-max_lag, max_lag + 1):
+        x, y = (a[k:], b[: n - k]) if k >= 0 else (a[: n + k], b[-k:])
+        den = float(np.linalg.norm(x) * np.linalg.norm(y))
+        r = float(x @ y) / den if den > 0 else -np.inf
+        if r > best_r + 1e-9 or (abs(r - best_r) <= 1e-9 and abs(k) < abs(best)):
+            best, best_r = k, r
+    return best, best_r
+
+
+def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
+                      reference: np.ndarray | None = None, max_lag: int | None = None) -> FollowingReport:
+    """Action-following verdict for every chunk with an action.
+
+    Raises:
+        UnknownActionError: a chunk's action is not in the case's vocabulary.
+    """
+    expected = [(c, expected_motion(c.action, case)) for c in chunks]
+    expected = [(c, e) for c, e in expected if e is not None]
+    gen_cache: dict[str, MotionSeries] = {}
+    ref_cache: dict[str, MotionSeries] = {}
+    out: list[ChunkFollowing] = []
+    n_pairs = len(frames) - 1
+    proj_gen = np.full(n_pairs, np.nan)
+    proj_ref = np.full(n_pairs, np.nan)
+    has_ref = reference is not None and len(reference) == len(frames)
+    for c, exp in expected:
+        s = _series(frames, exp.target, case, gen_cache)
+        sl = _pairs(c, n_pairs)
+        if sl.stop - sl.start < 1:
+            continue
+        v = _mean_vec(s, sl, exp.mode)
+        p = _projected(s, exp)
+        proj_gen[sl] = p[sl]
+        ok = _direction_ok(v, exp)
+        expectation = "vocabulary"
+        target_speed = exp.magnitude
+        if has_ref:
+            rs = _series(reference, exp.target, case, ref_cache)
+            v_ref = _mean_vec(rs, sl, exp.mode)
+            p_ref = _projected(rs, exp)
+            proj_ref[sl] = p_ref[sl]
+            if not _direction_ok(v_ref, exp):
+                expectation = "reference"
+                ok = _matches_reference(v, v_ref, exp.mode)
+            if exp.mode != "none":
+                target_speed = float(np.nanmean(p_ref[sl]))
+        mag_err = None
+        realised = float(np.nanmean(p[sl])) if np.isfinite(p[sl]).any() else float("nan")
+        if exp.mode != "none" and target_speed is not None and np.isfinite(realised):
+            floor = ZOOM_FLOOR if exp.mode == "zoom" else TRANSLATE_FLOOR
+            mag_err = abs(realised - target_speed) / max(abs(target_speed), floor)
+        onset = _onset(p[sl]) if exp.mode != "none" else None
+        out.append(ChunkFollowing(c.index, exp.action, exp.target, exp.mode, [float(x) for x in v], realised, ok,
+                                  expectation, mag_err, onset))
+    report = FollowingReport(out, None, "none")
+    moving = [c for c in out if c.mode != "none"]
+    if has_ref and np.isfinite(proj_ref).sum() >= 4:
+        lag_max = max_lag if max_lag is not None else max(1, min(c.num_frames for c in chunks) // 2)
+        lag, r = _xcorr_lag(proj_gen, proj_ref, lag_max)
+        report.delay_frames, report.delay_method, report.correlation = float(abs(lag)), "xcorr_with_reference", r
+    elif moving:
+        onsets = [c.onset_frames for c in moving if c.onset_frames is not None]
+        if onsets:
+            report.delay_frames, report.delay_method = float(np.mean(onsets)), "onset_in_chunk"
+    return report

@@ -1,0 +1,122 @@
+"""Realised motion per frame pair: camera ego-motion and agent displacement.
+
+* **Camera ego-motion**: dense DIS optical flow sampled on a grid, a homography fitted with
+  RANSAC (outliers = independently moving objects), then read off at the image centre:
+  translation of the centre (content motion, fraction of the width per frame) and zoom
+  (log of the mean radial scale of four points around the centre; > 0 = content expands).
+* **Agent displacement**: the centroid of the agent's pixels (its colour within a tolerance,
+  inside its search window) per frame; without a known colour, the largest foreground blob
+  against the temporal median background, associated frame to frame by proximity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracks.interaction.flow import FlowEstimator, resize_rgb, to_gray
+
+
+@dataclass
+class MotionSeries:
+    """Per frame pair ``t -> t+1`` (length ``T - 1``).
+
+    Attributes:
+        translation: ``[T-1, 2]`` image motion (x right, y down) in fractions of the image width
+            per frame (content motion for the camera, displacement for the agent); NaN = unknown.
+        zoom: ``[T-1]`` log scale change per frame (camera only; zeros for the agent).
+        source: ``camera`` or ``agent``.
+        positions: ``[T, 2]`` agent centroids in pixels (agent only).
+    """
+
+    translation: np.ndarray
+    zoom: np.ndarray
+    source: str
+    positions: np.ndarray | None = None
+
+
+def camera_motion(frames: np.ndarray, max_side: int = 128, grid_step: int = 4) -> MotionSeries:
+    """Global ego-motion of ``frames`` (``uint8 [T, H, W, 3]``)."""
+    import cv2
+
+    gray = to_gray(frames, max_side)
+    T, h, w = gray.shape
+    flow = FlowEstimator()
+    ys, xs = np.mgrid[grid_step // 2 : h : grid_step, grid_step // 2 : w : grid_step]
+    src = np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.float32)  # [P, 2]
+    c = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
+    r = 0.25 * min(h, w)
+    probes = c + r * np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.float64)
+    trans = np.full((T - 1, 2), np.nan)
+    zoom = np.full(T - 1, np.nan)
+    for t in range(T - 1):
+        f = flow(gray[t], gray[t + 1])  # gray[t][p] ~ gray[t+1][p + f(p)]
+        dst = src + f[src[:, 1].astype(int), src[:, 0].astype(int)]
+        H, _ = cv2.findHomography(src, dst, cv2.RANSAC, 1.0)
+        if H is None or not np.isfinite(H).all():
+            d = np.median(dst - src, axis=0)
+            trans[t] = d / w
+            zoom[t] = 0.0
+            continue
+
+        def apply(p: np.ndarray, H: np.ndarray = H) -> np.ndarray:
+            q = np.c_[p, np.ones(len(p))] @ H.T
+            return q[:, :2] / q[:, 2:3]
+
+        cc = apply(c[None])[0]
+        trans[t] = (cc - c) / w
+        pp = apply(probes)
+        zoom[t] = float(np.mean(np.log(np.linalg.norm(pp - cc, axis=1) / r)))
+    return MotionSeries(trans, zoom, "camera")
+
+
+def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None, tol: float) -> np.ndarray:
+    T, h, w = rgb.shape[:3]
+    r0, r1 = (window or {}).get("rows", [0, h])
+    c0, c1 = (window or {}).get("cols", [0, w])
+    r0, r1, c0, c1 = max(0, int(r0)), min(h, int(r1)), max(0, int(c0)), min(w, int(c1))
+    out = np.full((T, 2), np.nan)
+    sub = rgb[:, r0:r1, c0:c1].astype(np.float32)
+    dist = np.linalg.norm(sub - color[None, None, None, :], axis=-1)  # [T, h', w']
+    for t in range(T):
+        ys, xs = np.nonzero(dist[t] <= tol)
+        if len(xs):
+            out[t] = (xs.mean() + c0, ys.mean() + r0)
+    return out
+
+
+def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> np.ndarray:
+    import cv2
+
+    bg = np.median(gray, axis=0).astype(np.float32)
+    out = np.full((len(gray), 2), np.nan)
+    prev: np.ndarray | None = None
+    for t, g in enumerate(gray):
+        fg = (np.abs(g.astype(np.float32) - bg) > thresh).astype(np.uint8)
+        n, _, stats, cents = cv2.connectedComponentsWithStats(fg)
+        if n <= 1:
+            continue
+        cand = [(stats[i, cv2.CC_STAT_AREA], cents[i]) for i in range(1, n) if stats[i, cv2.CC_STAT_AREA] >= 4]
+        if not cand:
+            continue
+        if prev is None:
+            out[t] = max(cand, key=lambda a: a[0])[1]
+        else:
+            out[t] = min(cand, key=lambda a: float(np.linalg.norm(a[1] - prev)) - 0.01 * a[0])[1]
+        prev = out[t]
+    return out
+
+
+def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float = 60.0) -> MotionSeries:
+    """Displacement of the agent sprite between frames (full resolution: sprites are small)."""
+    frames = np.asarray(frames)
+    w = frames.shape[2]
+    if appearance and appearance.get("color") is not None:
+        pos = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32), appearance.get("window"), tol)
+    else:
+        small = resize_rgb(frames, 256)
+        scale = frames.shape[2] / small.shape[2]
+        pos = _blob_centroids(to_gray(small, 256)) * scale
+    trans = np.diff(pos, axis=0) / w
+    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos)

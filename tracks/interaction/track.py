@@ -1,0 +1,211 @@
+"""The interaction track: action following, chunk transitions, consistency, VLM rubric."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tracks.interaction.actions import UnknownActionError, agent_appearance, expected_motion
+from tracks.interaction.spec import TrackSpec, load_track_spec
+from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.types import Case, Chunk, MetricValue, Video
+
+logger = logging.getLogger(__name__)
+
+SPEC_PATH = Path(__file__).with_name("track.yaml")
+
+
+def track_spec() -> TrackSpec:
+    return load_track_spec(SPEC_PATH)
+
+
+class InteractionTrack(Track):
+    """Action following, chunk-transition smoothness and consistency of a chunked video.
+
+    Options (``ctx.option``): ``interaction.clip_path`` (local CLIP folder: text alignment,
+    deep-feature seam signal, CLIP identity descriptor), ``interaction.seam_threshold`` (4.0),
+    ``interaction.judge_samples`` (1).
+    """
+
+    name: ClassVar[str] = "interaction"
+    version: ClassVar[str] = track_spec().version
+
+    def applicability(self, case: Case) -> str | None:
+        why = super().applicability(case)
+        if why:
+            return why
+        if len(case.chunks) < 1:
+            return f"case {case.id!r} has no chunks; the interaction track judges chunked, action-labelled videos"
+        return None
+
+    def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
+        spec = track_spec()
+        chunks = _chunks_for(video, case)
+        frames = video.frames
+        metrics: list[MetricValue] = []
+        errors: list[str] = []
+        details: dict[str, Any] = {}
+        scorer = None
+        if ctx.option("interaction.clip_path"):
+            try:
+                from tracks.interaction.consistency import ClipScorer
+
+                with ctx.timed("load_clip"):
+                    scorer = ClipScorer(ctx.option("interaction.clip_path"), device=ctx.device)
+            except Exception as e:  # noqa: BLE001 - reported, the model-free metrics still run
+                errors.append(f"CLIP could not be loaded: {type(e).__name__}: {e}")
+
+        with ctx.timed("action_following"):
+            follow = self._following(frames, case, chunks, ctx, spec, errors, details)
+        metrics += follow
+
+        with ctx.timed("transitions"):
+            metrics += self._transitions(frames, chunks, ctx, spec, scorer, details)
+
+        with ctx.timed("consistency"):
+            metrics += self._consistency(frames, case, chunks, spec, scorer, details)
+
+        with ctx.timed("rubric"):
+            metrics.append(self._rubric(frames, video.fps, case, chunks, ctx, spec, details))
+
+        artifacts = {}
+        try:
+            ctx.work_dir.mkdir(parents=True, exist_ok=True)
+            path = ctx.work_dir / "interaction.json"
+            path.write_text(json.dumps(details, indent=2, default=_json_default))
+            artifacts["interaction"] = str(path)
+        except OSError as e:
+            errors.append(f"could not write interaction.json: {e}")
+        measured = [m for m in metrics if m.status == "ok"]
+        coverage = {"measured": len(measured), "declared": len(metrics),
+                    "not_applicable": [m.name for m in metrics if m.status == "not_applicable"],
+                    "failed": [m.name for m in metrics if m.status == "failed"]}
+        return TrackOutput(metrics, mean_normalized(metrics, spec.weights), coverage, artifacts, errors)
+
+    # ------------------------------------------------------------------ parts
+    def _following(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ctx: EvalContext,
+                   spec: TrackSpec, errors: list[str], details: dict[str, Any]) -> list[MetricValue]:
+        from tracks.interaction.following import analyze_following
+
+        names = ("direction_accuracy", "magnitude_error", "response_delay")
+        if not any(c.action is not None for c in chunks):
+            return [spec[n].not_applicable("no chunk of this case carries an action") for n in names]
+        try:
+            for c in chunks:
+                expected_motion(c.action, case)  # validate every action first: a clear per-case error
+        except UnknownActionError as e:
+            errors.append(str(e))
+            return [spec[n].failed(str(e)) for n in names]
+        ref = None
+        try:
+            rv = ctx.reference()
+            if rv is not None:
+                if rv.frames.shape == frames.shape:
+                    ref = rv.frames
+                else:
+                    details["reference_skipped"] = (f"reference shape {rv.frames.shape} differs from the video's "
+                                                    f"{frames.shape}; compared with the vocabulary only")
+        except Exception as e:  # noqa: BLE001 - a broken reference only removes the reference comparison
+            errors.append(f"reference could not be loaded: {type(e).__name__}: {e}")
+        rep = analyze_following(frames, case, chunks, reference=ref)
+        details["following"] = rep.to_dict()
+        details["agent_appearance"] = agent_appearance(case)
+        out = []
+        acc = rep.direction_accuracy
+        out.append(spec["direction_accuracy"].value(acc, {"chunks": len(rep.chunks)}) if acc is not None
+                   else spec["direction_accuracy"].not_applicable("no chunk with an action could be measured"))
+        mag = rep.magnitude_error
+        if mag is not None:
+            out.append(spec["magnitude_error"].value(mag, {"target": "reference" if ref is not None else "vocabulary"}))
+        else:
+            out.append(spec["magnitude_error"].not_applicable(
+                "no expected magnitude: the case has no reference video and its vocabulary gives no speeds"))
+        if rep.delay_frames is not None:
+            fps = case.fps
+            out.append(spec["response_delay"].value(rep.delay_frames / fps, {"frames": rep.delay_frames,
+                                                                              "method": rep.delay_method,
+                                                                              "correlation": rep.correlation}))
+        else:
+            out.append(spec["response_delay"].not_applicable("no moving action chunk to time the response on"))
+        return out
+
+    def _transitions(self, frames: np.ndarray, chunks: tuple[Chunk, ...], ctx: EvalContext, spec: TrackSpec,
+                     scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
+        from tracks.interaction.transitions import SEAM_THRESHOLD, analyze_transitions
+
+        names = ("transition_smoothness", "seam_rate")
+        if len(chunks) < 2:
+            return [spec[n].not_applicable("a single chunk has no transitions") for n in names]
+        feature_fn = scorer.image_features if scorer is not None else None
+        rep = analyze_transitions(frames, [c.frame_start for c in chunks[1:]], feature_fn=feature_fn,
+                                  threshold=float(ctx.option("interaction.seam_threshold", SEAM_THRESHOLD)))
+        details["transitions"] = rep.to_dict()
+        if not rep.boundaries:
+            reason = "; ".join(rep.skipped) or "no boundary could be analysed"
+            return [spec[n].failed(reason) for n in names]
+        return [spec["transition_smoothness"].value(rep.smoothness, {"boundaries": len(rep.boundaries),
+                                                                     "signals": list(rep.signals)}),
+                spec["seam_rate"].value(len(rep.seam_indices) / len(rep.boundaries), {"seams": rep.seam_indices})]
+
+    def _consistency(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], spec: TrackSpec,
+                     scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
+        from tracks.interaction.consistency import identity_consistency, text_alignment
+
+        out = []
+        if scorer is None:
+            out.append(spec["text_alignment"].not_applicable("no CLIP weights: set interaction.clip_path to a local CLIP folder"))
+        elif not any(c.caption for c in chunks):
+            out.append(spec["text_alignment"].not_applicable("no chunk has a caption"))
+        else:
+            ta = text_alignment(frames, chunks, scorer)
+            details["text_alignment"] = ta
+            out.append(spec["text_alignment"].value(ta["mean"], {"per_chunk": ta["per_chunk"]}))
+        if len(chunks) < 2:
+            out.append(spec["identity_consistency"].not_applicable("needs at least two chunks"))
+            return out
+        positions, patch = None, 0
+        app = agent_appearance(case)
+        if app is not None:
+            from tracks.interaction.motion import agent_motion
+
+            positions = agent_motion(frames, app).positions
+            patch = max(4, min(frames.shape[1:3]) // 8)
+        ic = identity_consistency(frames, chunks, positions, patch, scorer)
+        details["identity_consistency"] = ic
+        out.append(spec["identity_consistency"].value(ic["mean"], {k: ic[k] for k in ("per_chunk", "descriptor", "region")}))
+        return out
+
+    def _rubric(self, frames: np.ndarray, fps: float, case: Case, chunks: tuple[Chunk, ...], ctx: EvalContext,
+                spec: TrackSpec, details: dict[str, Any]) -> MetricValue:
+        from tracks.interaction.rubric import rubric_scores
+
+        try:
+            judge = ctx.judge()
+        except Exception as e:  # noqa: BLE001
+            return spec["vlm_rubric"].failed(f"judge could not be built: {type(e).__name__}: {e}")
+        if judge is None:
+            return spec["vlm_rubric"].not_applicable("no judge configured (--judge none)")
+        r = rubric_scores(judge, frames, fps, chunks, case.prompt, samples=int(ctx.option("interaction.judge_samples", 1)))
+        details["vlm_rubric"] = r
+        if r["score"] is None:
+            return spec["vlm_rubric"].failed("the judge answered no rubric item: " + "; ".join(r["failures"].values())[:500])
+        return spec["vlm_rubric"].value(r["score"], {"items": r["items"], "failures": r["failures"]})
+
+
+def _chunks_for(video: Video, case: Case) -> tuple[Chunk, ...]:
+    """The case's chunks (with actions and captions), clipped to the video's length."""
+    chunks = case.chunks or video.chunks
+    T = video.num_frames
+    return tuple(c for c in chunks if c.frame_start < T and c.frame_end - c.frame_start > 0)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    return str(o)
