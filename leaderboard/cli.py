@@ -1,0 +1,63 @@
+"""``worldolympiad leaderboard {add,build,serve,export}``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from leaderboard.store import DEFAULT_DB, Store
+
+EPILOG = """examples:
+  worldolympiad leaderboard add runs/reference__smoke__1a2b3c4d5e6f     # import a run (idempotent)
+  worldolympiad leaderboard add runs/*                                 # import every run folder
+  worldolympiad leaderboard build --out leaderboard.csv                # print the table, export it
+  worldolympiad leaderboard serve --port 7860                          # the Gradio site on 127.0.0.1
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="worldolympiad leaderboard", description="Maintain and serve the leaderboard.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--db", default=str(DEFAULT_DB), help="SQLite store (default %(default)s)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("add", help="import run directories (idempotent)")
+    a.add_argument("run_dirs", nargs="+")
+    a.add_argument("--self-reported", action="store_true", help="mark as self-reported instead of verified")
+    b = sub.add_parser("build", help="print the leaderboard table; optionally export rows (.csv/.json/.parquet)")
+    b.add_argument("--scenario", default=None)
+    b.add_argument("--out", default=None, help="export all rows to this file")
+    s = sub.add_parser("serve", help="serve the Gradio site")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=7860)
+    args = p.parse_args(argv)
+
+    if args.cmd == "add":
+        code = 0
+        with Store(args.db) as store:
+            for d in args.run_dirs:
+                try:
+                    print(f"{d}: {store.add_run(d, verified=not args.self_reported)}")
+                except (FileNotFoundError, ValueError) as e:
+                    print(f"{d}: error: {e}")
+                    code = 1
+        return code
+    if args.cmd == "build":
+        import pandas as pd
+
+        from leaderboard.aggregate import leaderboard_table
+
+        with Store(args.db) as store:
+            df = leaderboard_table(store.rows(), scenario=args.scenario)
+            if args.out:
+                print(f"exported rows to {store.export(args.out)}")
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(df.to_string(index=False) if not df.empty else "(no results yet: `leaderboard add RUN_DIR` first)")
+        return 0
+    if args.cmd == "serve":
+        from leaderboard.site import serve
+
+        if not Path(args.db).exists():
+            print(f"note: {args.db} does not exist yet; the site starts empty")
+        serve(args.db, args.host, args.port, block=True)
+        return 0
+    return 2

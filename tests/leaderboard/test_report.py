@@ -1,0 +1,28 @@
+"""Static HTML report of a run directory."""
+
+import numpy as np
+
+from leaderboard.report import build_report, main
+from worldolympiad.video import write_video
+
+from .conftest import result_row, write_run
+
+
+def test_report_has_track_table_plots_videos_and_escaped_details(tmp_path):
+    rows = [result_row("m", "c0", 0, "physics", 0.75), result_row("m", "c0", 0, "geometry", None, status="failed"),
+            result_row("m", "c1", 0, "physics", 0.25)]
+    rows[1]["errors"] = ["<b>bad</b> video: file truncated"]
+    run = write_run(tmp_path, "m", rows)
+    write_video(run / "videos" / "c0__s0.mp4", np.zeros((3, 16, 16, 3), np.uint8), 3)
+    out = build_report(run)
+    html = out.read_text()
+    assert "<td>Physical</td>" in html and "<td>0.500</td>" in html  # mean of 0.75 and 0.25
+    assert html.count("data:image/png;base64,") == 2  # bar + radar
+    assert "src='videos/c0__s0.mp4'" in html  # generated video linked relative to the run
+    assert "reference: not available" in html
+    assert "&lt;b&gt;bad&lt;/b&gt;" in html and "<b>bad</b>" not in html  # errors escaped
+
+
+def test_report_cli_on_missing_run_is_a_clear_error(tmp_path, capsys):
+    assert main([str(tmp_path / "nope")]) == 2
+    assert "run evaluate-model first" in capsys.readouterr().out
