@@ -19,7 +19,7 @@ Per block of one session (few-step flow matching, Self-Forcing semantics, as
         x0 = x - (t/1000) * model(x, t)
         x  = (1 - t_{i+1}/1000) x0 + (t_{i+1}/1000) noise'   (last step: x = x0)
     model(x0, t=0, commit=True)                       # writes the block into the KV cache
-    frames = codec.decode(x0)
+    frames = decoder.decode(x0)                       # codec state carried across blocks
 
 Sessions are independent: each has its own seeded noise generator, so the frames of a
 session do not depend on which other sessions shared its forwards. A forward that raises
@@ -34,7 +34,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,16 +50,6 @@ logger = logging.getLogger(__name__)
 
 # Self-Forcing's 4 steps [1000, 750, 500, 250] warped with shift 5 (REFERENCE.md §C).
 SELF_FORCING_TIMESTEPS: tuple[float, ...] = (1000.0, 937.5, 833.3333333333334, 625.0)
-
-
-class BlockCodec(Protocol):
-    """Latents <-> pixels, decoded one block at a time with the codec's causal state carried."""
-
-    def init_state(self) -> Any: ...
-
-    def decode_block(self, latents: torch.Tensor, state: Any) -> tuple[np.ndarray, Any]:
-        """``latents [1, C, F, h, w]`` -> (``uint8 [T, H, W, 3]``, new state)."""
-        ...
 
 
 @dataclass
@@ -153,7 +143,7 @@ class Session:
     context: Any = None  # CrossAttentionKV, batch 1
     action_tensor: Any = None
     x: Any = None  # [1, C, F, h, w] current latents
-    codec_state: Any = None
+    decoder: Any = None  # the codec's StreamDecoder for this session
     blocks_done: int = 0
     next_prompt: str | None = None
     next_action: Any = None
@@ -183,14 +173,15 @@ class Engine:
     Args:
         model: a ``CausalWanModel`` (or anything with its forward signature,
             ``cross_attention_kv`` and ``config.in_channels``).
-        codec: block decoder (:class:`BlockCodec`).
+        codec: an ``inferix.models.vae`` codec (``stream_decoder()`` per session, so the decoder's
+            causal state is carried from block to block; ``num_pixel_frames``; ``encode``).
         text_encoder: ``str -> [1, L_txt, text_dim]`` embeddings.
         config: engine settings.
         action_encoder: ``action -> tensor`` for the model's action input (``None`` = the model
             takes no action; an action other than ``None`` is then an error).
     """
 
-    def __init__(self, model: Any, codec: BlockCodec, text_encoder: Callable[[str], Any],
+    def __init__(self, model: Any, codec: Any, text_encoder: Callable[[str], Any],
                  config: EngineConfig | None = None,
                  action_encoder: Callable[[Any], Any] | None = None) -> None:
         import torch
@@ -214,8 +205,13 @@ class Engine:
     # ---------------------------------------------------------------- sessions
 
     def add_session(self, prompt: str = "", *, num_blocks: int | None = None, seed: int = 0,
-                    action: Any = None, session_id: str | None = None) -> str:
+                    action: Any = None, session_id: str | None = None, image_latents: Any = None) -> str:
         """Start a session; it joins the next step. ``num_blocks=None`` runs until cancelled.
+
+        Args:
+            image_latents: optional ``[1, C, F0, h, w]`` clean latents of conditioning frames
+                (image-to-video): committed to the session's KV cache at once by one t = 0 pass,
+                so every generated block attends to them (they are not emitted as output).
 
         Raises:
             ValueError: duplicate id, bad ``num_blocks``, an action the model does not know.
@@ -233,11 +229,36 @@ class Engine:
                            arrival=next(self._arrival))
         gen = torch.Generator().manual_seed(seed)
         s = Session(slot, prompt, action, num_blocks, seed, gen, context=context, action_tensor=action_tensor)
-        s.codec_state = self.codec.init_state()
+        s.decoder = self.codec.stream_decoder()
         self.kv.add_session(sid)
         self.sessions[sid] = s
+        if image_latents is not None:
+            try:
+                with torch.no_grad():
+                    self._prefill(s, image_latents)
+            except Exception:
+                self.kv.free_session(sid)
+                del self.sessions[sid]
+                raise
         self._start_block(s)
         return sid
+
+    def _prefill(self, s: Session, latents: torch.Tensor) -> None:
+        import torch
+
+        c = self.model.config.in_channels
+        h, w = self.config.latent_hw
+        if latents.ndim != 5 or latents.shape[0] != 1 or latents.shape[1] != c or tuple(latents.shape[3:]) != (h, w):
+            raise ValueError(f"image_latents must be [1, {c}, F, {h}, {w}], got {tuple(latents.shape)}")
+        f0 = int(latents.shape[2])
+        if self.kv.reserve(s.id, f0) is None:
+            raise RuntimeError(f"KV pool has no room for {f0} conditioning frames ({self.kv.usage()})")
+        self.backend.prepare([RowSpec(s.id, commit=True)])
+        positions = self.backend.frame_positions(f0)
+        self.model(latents.to(self.device, self.model.dtype), torch.zeros(1, device=self.device), s.context,
+                   backend=self.backend, frame_positions=positions,
+                   action=None if s.action_tensor is None else s.action_tensor.to(self.device))
+        self.kv.commit(s.id, f0)
 
     def pause(self, session_id: str) -> None:
         """Stop scheduling a session (its KV cache stays)."""
@@ -434,7 +455,9 @@ class Engine:
         s.timings["cache_update"] += seconds
         self.kv.commit(s.id, self.config.block_frames)
         t0 = time.perf_counter()
-        frames, s.codec_state = self.codec.decode_block(s.x, s.codec_state)
+        from inferix.models.vae import to_uint8
+
+        frames = to_uint8(s.decoder.decode(s.x))[0].cpu().numpy()  # [T, H, W, 3]
         s.timings["decode"] = time.perf_counter() - t0
         if s.first_frame_s is None:
             s.first_frame_s = time.perf_counter() - s.started
@@ -472,6 +495,7 @@ class Engine:
             self.kv.cancel_reservation(s.id)
             self.kv.free_session(s.id)
         s.x = None
+        s.decoder = None
 
     def _fail(self, s: Session, reason: str) -> None:
         logger.error("session %s failed: %s", s.id, reason)
@@ -490,7 +514,8 @@ class Engine:
             n += 1
 
     def stream(self, prompt: str = "", *, num_blocks: int | None = None, seed: int = 0, action: Any = None,
-               controls: Callable[[int], tuple[str | None, Any] | None] | None = None) -> Iterator[BlockOutput]:
+               controls: Callable[[int], tuple[str | None, Any] | None] | None = None,
+               image_latents: Any = None) -> Iterator[BlockOutput]:
         """Generate one session and yield each decoded block as soon as it exists.
 
         Args:
@@ -502,7 +527,7 @@ class Engine:
         Raises:
             SessionFailed: the session failed (the message says why).
         """
-        sid = self.add_session(prompt, num_blocks=num_blocks, seed=seed, action=action)
+        sid = self.add_session(prompt, num_blocks=num_blocks, seed=seed, action=action, image_latents=image_latents)
         s = self.sessions[sid]
         try:
             while not s.state.done or s.outputs:

@@ -100,32 +100,6 @@ class ActionVocab:
         return torch.tensor([self.id_of(action)], dtype=torch.long)
 
 
-class PixelCodec:
-    """Identity codec of tiny models: latent frame = pixel frame, first 3 channels = RGB in [-1, 1].
-
-    Decoding is frame-local, so block-by-block decode equals whole-video decode and the
-    state is empty. ``upscale`` repeats pixels so a 16x16 latent can be shown at 64x64.
-    """
-
-    def __init__(self, upscale: int = 1) -> None:
-        self.upscale = upscale
-
-    def init_state(self) -> None:
-        return None
-
-    def decode_block(self, latents: Any, state: Any) -> tuple[np.ndarray, Any]:
-        """``[1, C>=3, F, h, w]`` -> ``uint8 [F, h*upscale, w*upscale, 3]``."""
-        x = latents[0, :3].float().clamp(-1, 1)  # [3, F, h, w]
-        frames = ((x + 1) * 127.5).round().to(dtype=__import__("torch").uint8).permute(1, 2, 3, 0)
-        arr = frames.cpu().numpy()
-        if self.upscale > 1:
-            arr = arr.repeat(self.upscale, 1).repeat(self.upscale, 2)
-        return np.ascontiguousarray(arr), state
-
-    def pixel_frames(self, latent_frames: int) -> int:
-        return latent_frames
-
-
 @dataclass
 class LoadedModel:
     """Everything the engine needs to serve one model.
@@ -154,8 +128,11 @@ class LoadedModel:
     block_frames: int = 3
     fps: float = 16.0
     timesteps: tuple[float, ...] = field(default_factory=tuple)
-    frames_per_latent: int = 1
-    pixel_scale: int = 1  # pixels per latent cell
+
+    @property
+    def pixel_scale(self) -> int:
+        """Pixels per latent cell (the codec's spatial stride)."""
+        return int(self.codec.spatial_stride)
 
     def pixel_hw(self, latent_hw: tuple[int, int] | None = None) -> tuple[int, int]:
         h, w = latent_hw or self.latent_hw
@@ -168,24 +145,52 @@ class LoadedModel:
         w = max(pw, round(pixel_hw[1] / self.pixel_scale / pw) * pw)
         return h, w
 
+    def pixel_frames(self, num_blocks: int) -> int:
+        """Pixel frames ``num_blocks`` blocks decode to."""
+        return int(self.codec.num_pixel_frames(num_blocks * self.block_frames))
+
+    def blocks_for_seconds(self, seconds: float) -> int:
+        """Blocks needed for at least ``seconds`` of video at :attr:`fps`."""
+        need = math.ceil(seconds * self.fps)
+        n = 1
+        while self.pixel_frames(n) < need:
+            n += 1
+        return n
+
+    def encode_image(self, image: np.ndarray, latent_hw: tuple[int, int]) -> Any:
+        """``uint8 [H, W, 3]`` RGB -> ``[1, C, 1, h, w]`` latents (resized to the grid with OpenCV's area filter)."""
+        import cv2
+        import torch
+
+        if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[-1] != 3:
+            raise ValueError(f"image must be uint8 [H, W, 3] RGB, got {getattr(image, 'dtype', None)} "
+                             f"{getattr(image, 'shape', None)}")
+        h, w = self.pixel_hw(latent_hw)
+        small = cv2.resize(image, (w, h), interpolation=cv2.INTER_AREA)
+        px = torch.from_numpy(small).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1.0  # [1, 3, 1, H, W]
+        return self.codec.encode(px).float()
+
 
 def _tiny(device: str = "cpu", seed: int = 0, **_: Any) -> LoadedModel:
     import torch
 
-    from inferix.engine import SELF_FORCING_TIMESTEPS
     from inferix.models.causal_wan import CausalWanModel
     from inferix.models.configs import get_config
+    from inferix.models.vae import IdentityCodec
+    from inferix.schedulers import timesteps
 
-    cfg = get_config("tiny").replace(num_actions=len(TINY_ACTIONS))
-    torch.manual_seed(seed)
-    model = CausalWanModel(cfg)
-    if model.action_embedder is not None:  # zero-init by design for fine-tuning; random here so actions matter
-        torch.nn.init.normal_(model.action_embedder.table.weight, std=0.5,
-                              generator=torch.Generator().manual_seed(seed + 1))
+    codec = IdentityCodec(patch=2)  # 2x2 pixel patches -> 12 latent channels
+    cfg = get_config("tiny").replace(in_channels=codec.latent_channels, out_channels=codec.latent_channels,
+                                     num_actions=len(TINY_ACTIONS))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = CausalWanModel(cfg)
+        # zero-init by design (fine-tuning starts from plain Wan); random here so actions matter
+        torch.nn.init.normal_(model.action_embedder.table.weight, std=0.5)
     model.eval().to(device)
-    return LoadedModel("tiny", model, PixelCodec(), HashedTextEncoder(cfg.text_dim, cfg.text_len),
+    return LoadedModel("tiny", model, codec, HashedTextEncoder(cfg.text_dim, cfg.text_len),
                        ActionVocab(TINY_ACTIONS), TINY_ACTIONS, latent_hw=(16, 16), block_frames=3, fps=16.0,
-                       timesteps=SELF_FORCING_TIMESTEPS)
+                       timesteps=tuple(timesteps("self_forcing")))
 
 
 MODELS: dict[str, Callable[..., LoadedModel]] = {"tiny": _tiny}
@@ -216,17 +221,21 @@ def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> Loaded
         from inferix.models import load_text_encoder  # type: ignore[attr-defined]
 
         text = load_text_encoder(text_path, device=device)
-    return LoadedModel(name_or_path, model, PixelCodec(), text, None, latent_hw=(16, 16), block_frames=3,
-                       fps=16.0, timesteps=_default_timesteps())
+    vae = options.get("vae")
+    if vae is not None:
+        from inferix.models.vae import WanVAECodec
 
+        codec: Any = WanVAECodec.from_pretrained(vae, device=device)
+    elif model.config.in_channels % 3 == 0 and int(math.isqrt(model.config.in_channels // 3)) ** 2 * 3 == model.config.in_channels:
+        from inferix.models.vae import IdentityCodec
 
-def _default_timesteps() -> tuple[float, ...]:
-    from inferix.engine import SELF_FORCING_TIMESTEPS
+        codec = IdentityCodec(patch=math.isqrt(model.config.in_channels // 3))
+    else:
+        raise ValueError(f"model {name_or_path!r} has {model.config.in_channels} latent channels: pass vae=PATH "
+                         "(a local AutoencoderKLWan directory) to decode them")
+    from inferix.schedulers import timesteps
 
-    return SELF_FORCING_TIMESTEPS
-
-
-def seconds_to_blocks(seconds: float, fps: float, block_frames: int, frames_per_latent: int = 1) -> int:
-    """Blocks needed for at least ``seconds`` of video."""
-    frames = math.ceil(seconds * fps)
-    return max(1, math.ceil(frames / (block_frames * frames_per_latent)))
+    # Wan VAE: 832x480 pixels -> 104x60 latents; 3 latent frames per block, 16 fps (Self-Forcing defaults)
+    latent_hw = (60, 104) if codec.spatial_stride == 8 else (16, 16)
+    return LoadedModel(name_or_path, model, codec, text, None, latent_hw=latent_hw, block_frames=3,
+                       fps=16.0, timesteps=tuple(timesteps("self_forcing")))

@@ -22,8 +22,14 @@ def tiny():
 
 
 def _engine(tiny, policy="rolling:6", max_batch=4, **kw):
-    cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse(policy),
-                       max_batch=max_batch, **kw)
+    cfg = EngineConfig(
+        latent_hw=HW,
+        block_frames=3,
+        timesteps=tiny.timesteps[:2],
+        policy=CachePolicy.parse(policy),
+        max_batch=max_batch,
+        **kw,
+    )
     return Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
 
@@ -45,13 +51,16 @@ def test_engine_matches_a_plain_contiguous_cache_loop(tiny):
     ref = []
     with torch.no_grad():
         for b in range(3):
-            x = torch.randn((1, 4, 3, *HW), generator=g)
+            x = torch.randn((1, model.config.in_channels, 3, *HW), generator=g)
             pos = torch.arange(3 * b, 3 * b + 3)[None]
             cache.commit = False
             for i, t in enumerate(ts):
                 x0 = velocity_to_x0(x, model(x, torch.tensor([t]), ctx, cache, pos, act), t)
-                x = x0 if i + 1 == len(ts) else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(
-                    x.shape, generator=g)
+                x = (
+                    x0
+                    if i + 1 == len(ts)
+                    else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(x.shape, generator=g)
+                )
             cache.commit = True
             model(x, torch.tensor([0.0]), ctx, cache, pos, act)
             ref.append(x[0])
@@ -116,8 +125,10 @@ def test_unknown_action_is_a_clear_error(tiny):
 def test_a_failing_session_does_not_take_others_down(tiny):
     """The model rejects one row's action id: that session fails, the batch-mate finishes exactly."""
     ref = _run_alone(tiny, "a boat", 9, 3)
+
     def encoder(action):
         return torch.tensor([99]) if action == "broken" else tiny.action_encoder(action)
+
     cfg = EngineConfig(latent_hw=HW, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("rolling:6"))
     eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, encoder)
     good = eng.add_session("a boat", num_blocks=3, seed=9)
@@ -165,9 +176,11 @@ def test_rolling_policy_keeps_kv_blocks_bounded(tiny):
 def test_stream_controls_are_pulled_just_in_time(tiny):
     eng = _engine(tiny)
     asked = []
+
     def controls(i):
         asked.append(i)
         return None if i == 1 else ("new prompt", "jump")
+
     outs = list(eng.stream("old prompt", num_blocks=3, seed=0, controls=controls))
     assert asked == [1, 2]
     assert [o.prompt for o in outs] == ["old prompt", "old prompt", "new prompt"]

@@ -89,8 +89,9 @@ def test_rolling_window_not_aligned_to_blocks_reads_only_visible_frames():
 
 
 def test_sink_policy_pins_first_block_and_rolls_the_rest():
-    m = KVCacheManager(block_size=3, num_device_blocks=5,
-                       policy=CachePolicy("sink", sink=3, window=6, positions="reindex"))
+    m = KVCacheManager(
+        block_size=3, num_device_blocks=5, policy=CachePolicy("sink", sink=3, window=6, positions="reindex")
+    )
     m.add_session("a")
     tables = []
     for _ in range(6):
@@ -102,8 +103,11 @@ def test_sink_policy_pins_first_block_and_rolls_the_rest():
     plan = m.read_plan("a")
     assert plan.cached_positions == list(range(9))
     assert plan.query_start == 9
-    assert plan.segments == [ReadSegment("device", 0, 0, 3), ReadSegment("device", 4, 0, 3),
-                             ReadSegment("device", 1, 0, 3)]
+    assert plan.segments == [
+        ReadSegment("device", 0, 0, 3),
+        ReadSegment("device", 4, 0, 3),
+        ReadSegment("device", 1, 0, 3),
+    ]
     absolute = KVCacheManager(3, 5, policy=CachePolicy("sink", sink=3, window=6))
     absolute.add_session("a")
     for _ in range(6):
@@ -148,8 +152,11 @@ def test_full_device_pool_offloads_coldest_blocks_one_at_a_time():
     _step(m, "a")  # b's oldest block is now coldest
     assert m.take_ops() == [CopyOp("device", 1, "host", 1, 3, "offload")]
     plan = m.read_plan("a")
-    assert plan.segments == [ReadSegment("host", 0, 0, 3), ReadSegment("device", 2, 0, 3),
-                             ReadSegment("device", 1, 0, 3)]
+    assert plan.segments == [
+        ReadSegment("host", 0, 0, 3),
+        ReadSegment("device", 2, 0, 3),
+        ReadSegment("device", 1, 0, 3),
+    ]
     use = m.usage(bytes_per_block=100)
     assert use["device_blocks_used"] == 3 and use["host_blocks_used"] == 2
     assert use["device_bytes_used"] == 300 and use["host_bytes_used"] == 200
