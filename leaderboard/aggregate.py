@@ -54,6 +54,37 @@ def rows_from_results(results: Iterable[dict[str, Any]], run: str = "") -> pd.Da
     return pd.DataFrame.from_records(recs, columns=ROW_COLUMNS)
 
 
+METRIC_COLUMNS = ["run", "model", "scenario", "case_id", "seed", "track", "track_version", "metric", "version",
+                  "status", "normalized"]
+
+
+def metric_rows_from_results(results: Iterable[dict[str, Any]], run: str = "") -> pd.DataFrame:
+    """One row per MetricValue (normalised value kept; raw stays in the store)."""
+    recs = []
+    for r in results:
+        for m in r.get("metrics") or ():
+            n = m.get("normalized")
+            recs.append({"run": run, "model": str(r["model"]), "scenario": str(r.get("scenario", "")),
+                         "case_id": str(r["case_id"]), "seed": int(r["seed"]), "track": str(r["track"]),
+                         "track_version": str(r.get("track_version", "1")), "metric": str(m["name"]),
+                         "version": str(m.get("version", "1")), "status": str(m.get("status", "ok")),
+                         "normalized": float(n) if isinstance(n, (int, float)) else np.nan})
+    return pd.DataFrame.from_records(recs, columns=METRIC_COLUMNS)
+
+
+def metric_column_scores(metrics: pd.DataFrame, track: str, metric: str) -> pd.DataFrame:
+    """Per model: mean over cases of the seed-averaged normalised value of one metric (newest version)."""
+    m = metrics[(metrics["track"] == track) & (metrics["metric"] == metric) & (metrics["status"] == "ok")]
+    m = m.dropna(subset=["normalized"])
+    if m.empty:
+        return pd.DataFrame(columns=["model", "score", "n_cases"])
+    newest = max(m["version"].unique(), key=_version_key)
+    m = m[m["version"] == newest]
+    per_case = m.groupby(["model", "case_id"])["normalized"].mean().reset_index()
+    g = per_case.groupby("model")["normalized"]
+    return pd.DataFrame({"score": g.mean(), "n_cases": g.count()}).reset_index()
+
+
 def read_results_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a ``results.jsonl`` (a trailing partial line from a killed run is ignored)."""
     out = []
@@ -207,13 +238,16 @@ def per_case_overall(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def leaderboard_table(rows: pd.DataFrame, schema: Schema | None = None,
-                      versions: dict[str, str] | None = None, scenario: str | None = None) -> pd.DataFrame:
+                      versions: dict[str, str] | None = None, scenario: str | None = None,
+                      metrics: pd.DataFrame | None = None) -> pd.DataFrame:
     """The site's main table: ``Rank | Model | Task | <track columns> | All`` + CI/coverage columns.
 
     Args:
         rows: result rows from :func:`rows_from_results` (any number of models/runs).
         versions: track → version to compare at (default: newest per track).
         scenario: restrict to one scenario family (``gaming``...) — the "Task" column.
+        metrics: metric rows (:func:`metric_rows_from_results`) for the schema's metric columns
+            (e.g. CLIP); without them those columns are empty.
     """
     schema = schema or load_schema()
     if scenario:
@@ -240,6 +274,13 @@ def leaderboard_table(rows: pd.DataFrame, schema: Schema | None = None,
                 rec[spec.column] = np.nan
                 rec[f"{spec.column} CI"] = ""
                 rec[f"{spec.column} cov."] = ""
+        for mc in schema.metric_columns:
+            rec[mc["column"]] = np.nan
+            if metrics is not None and not metrics.empty:
+                sel = metrics if not scenario else metrics[metrics["scenario"] == scenario]
+                ms = metric_column_scores(sel, mc["track"], mc["metric"]).set_index("model")
+                if model in ms.index:
+                    rec[mc["column"]] = round(float(ms.loc[model, "score"]), 4)
         o = overall.loc[model] if model in overall.index else {"overall": np.nan, "n_tracks": 0}
         rec[schema.overall_display] = round(float(o["overall"]), 4) if not np.isnan(o["overall"]) else np.nan
         rec["Tracks"] = int(o["n_tracks"])
@@ -251,4 +292,6 @@ def leaderboard_table(rows: pd.DataFrame, schema: Schema | None = None,
         return df
     df = df.sort_values(schema.overall_display, ascending=False, na_position="last").reset_index(drop=True)
     df.insert(0, "Rank", range(1, len(df) + 1))
-    return df
+    # Published order first (Rank | Model | Task | Physical | 3D Cons. | CLIP | Interact. | All), then the rest.
+    head = ["Rank", "Model", "Task", *[c for c in schema.row_format if c in df.columns], schema.overall_display]
+    return df[head + [c for c in df.columns if c not in head]]

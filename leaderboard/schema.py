@@ -33,6 +33,8 @@ class Schema:
     bootstrap_confidence: float
     bootstrap_seed: int
     submission: dict[str, Any] = field(default_factory=dict)
+    metric_columns: tuple[dict[str, str], ...] = ()
+    row_format: tuple[str, ...] = ()
 
     @property
     def major(self) -> str:
@@ -68,6 +70,8 @@ def parse_schema(d: dict[str, Any]) -> Schema:
             bootstrap_confidence=float(boot.get("confidence", 0.95)),
             bootstrap_seed=int(boot.get("seed", 0)),
             submission=dict(d.get("submission") or {}),
+            metric_columns=tuple(dict(c) for c in d.get("metric_columns") or ()),
+            row_format=tuple(str(c) for c in d.get("row_format") or ()),
         )
     except KeyError as e:
         raise ValueError(f"leaderboard schema: missing key {e}") from e

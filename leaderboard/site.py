@@ -38,11 +38,13 @@ def _table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = ALL,
     with Store(db) as store:
         rows = store.rows()
         runs = store.runs()
+        metrics = store.metric_rows()
     if rows.empty:
         return pd.DataFrame(columns=["Rank", "Model", "Task"])
     if family and family != ALL:
         rows = rows[rows["model"].map(model_family) == family]
-    df = leaderboard_table(rows, schema, scenario=None if scenario in ("", ALL) else scenario)
+        metrics = metrics[metrics["model"].map(model_family) == family]
+    df = leaderboard_table(rows, schema, scenario=None if scenario in ("", ALL) else scenario, metrics=metrics)
     if df.empty:
         return df
     verified = runs.groupby("model")["verified"].max()
@@ -55,6 +57,9 @@ def _table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = ALL,
     for spec in schema.tracks.values():
         if spec.column in df.columns and df[spec.column].isna().all():
             df = df.drop(columns=[spec.column, f"{spec.column} CI", f"{spec.column} cov."])
+    for mc in schema.metric_columns:
+        if mc["column"] in df.columns and df[mc["column"]].isna().all():
+            df = df.drop(columns=[mc["column"]])
     # Names are validated on submission; escape anyway, the table renders HTML-ish markdown.
     df["Model"] = df["Model"].map(lambda s: html.escape(str(s)))
     return df

@@ -179,6 +179,15 @@ class Store:
         df["score"] = df["score"].astype(float)
         return df[ROW_COLUMNS]
 
+    def metric_rows(self) -> pd.DataFrame:
+        """All metric rows in the shape :func:`leaderboard.aggregate.metric_rows_from_results` gives."""
+        df = pd.read_sql_query(
+            "SELECT m.run_id AS run, r.model, r.scenario, m.case_id, m.seed, m.track, r.track_version, m.name AS metric,"
+            " m.version, m.status, m.normalized FROM metrics m JOIN results r ON r.run_id = m.run_id AND"
+            " r.case_id = m.case_id AND r.seed = m.seed AND r.track = m.track", self.conn)
+        df["normalized"] = df["normalized"].astype(float)
+        return df
+
     def runs(self) -> pd.DataFrame:
         return pd.read_sql_query(
             "SELECT run_id, model, suite, source, verified, added_at, "

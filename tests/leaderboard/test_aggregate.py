@@ -96,3 +96,21 @@ def test_table_is_ranked_by_overall_and_filters_by_scenario():
     assert list(gaming["Model"]) == ["good", "bad"] and list(gaming["Rank"]) == [1, 2]
     robotics = leaderboard_table(rows, scenario="robotics")
     assert list(robotics["Model"]) == ["bad", "good"]
+
+
+def test_published_row_format_with_clip_metric_column():
+    from leaderboard.aggregate import metric_rows_from_results
+
+    def r(model, case, track, score, clip=None):
+        d = row(model, case, 0, track, score)
+        d["metrics"] = [] if clip is None else [{"name": "text_alignment", "normalized": clip, "version": "1",
+                                                   "status": "ok"}]
+        return d
+
+    results = [r("m", "a", "physics", 0.5), r("m", "a", "geometry", 0.3), r("m", "a", "interaction", 0.7, clip=0.2),
+               r("m", "b", "interaction", 0.5, clip=0.6)]
+    table = leaderboard_table(rows_from_results(results), metrics=metric_rows_from_results(results))
+    assert list(table.columns[:9]) == ["Rank", "Model", "Task", "Physical", "3D Cons.", "CLIP", "Interact.",
+                                       "LV Drift", "All"]
+    assert math.isclose(table.loc[0, "CLIP"], 0.4)  # mean over cases of normalised text alignment
+    assert math.isclose(table.loc[0, "Interact."], 0.6)
