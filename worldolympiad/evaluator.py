@@ -114,6 +114,8 @@ def resolve_device(device: str) -> str:
         raise EvaluationError(f"--device must be auto, cpu or cuda, got {device!r}")
     if device == "cpu":
         return "cpu"
+    if device == "auto" and "torch" not in sys.modules and not _nvidia_device_nodes():
+        return "cpu"  # no GPU device node: skip the ~3 s torch import (scoring files needs no torch)
     try:
         import torch
 
@@ -126,6 +128,10 @@ def resolve_device(device: str) -> str:
         raise EvaluationError(f"--device {device} requested but no CUDA device is available to torch; "
                               "use --device cpu or --device auto")
     return device
+
+
+def _nvidia_device_nodes() -> bool:
+    return os.name == "posix" and any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 def parse_options(pairs: Iterable[str]) -> dict[str, Any]:
