@@ -4,9 +4,10 @@
   CLIP space (``interaction.clip_path`` = a local ``transformers`` CLIP folder). Without
   weights the metric is *not applicable* — there is no honest model-free stand-in.
 * **Identity consistency**: does the tracked thing keep its appearance across chunks? The
-  agent patch (when the agent is tracked) or, for camera scenes, the whole frame is described
-  per chunk (HSV histogram, or CLIP image features when weights are given); consistency is
-  the mean similarity of every later chunk's descriptor to the first chunk's.
+  agent (when tracked: its pixels that differ from the temporal-median background, inside a
+  patch around its centroid) or, for camera scenes, the whole frame is described per chunk
+  (HSV histogram, or CLIP image features when weights are given); consistency is the mean
+  similarity of every later chunk's descriptor to the first chunk's.
 """
 
 from __future__ import annotations
@@ -69,11 +70,12 @@ def text_alignment(frames: np.ndarray, chunks: Sequence[Chunk], scorer: ClipScor
     return {"per_chunk": per, "mean": float(np.mean(list(per.values()))) if per else None}
 
 
-def _hist(rgb: np.ndarray) -> np.ndarray:
+def _hist(rgb: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     import cv2
 
     hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV)
-    h = cv2.calcHist([hsv], [0, 1, 2], None, [8, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
+    m = None if mask is None else mask.astype(np.uint8)
+    h = cv2.calcHist([hsv], [0, 1, 2], m, [8, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
     return h / max(h.sum(), 1.0)
 
 
@@ -91,6 +93,8 @@ def identity_consistency(frames: np.ndarray, chunks: Sequence[Chunk], positions:
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
     H, W = frames.shape[1:3]
+    # the agent's own pixels = those that differ from the static background (temporal median)
+    background = np.median(frames, axis=0) if positions is not None and patch > 0 else None
     descs = []
     for c in chunks:
         mid = (c.frame_start + c.frame_end - 1) // 2
@@ -102,11 +106,17 @@ def identity_consistency(frames: np.ndarray, chunks: Sequence[Chunk], positions:
                 descs.append(None)
                 continue
             x, y = np.median(seg[ok], axis=0)
-            img = frames[mid][max(0, int(y) - patch) : min(H, int(y) + patch + 1), max(0, int(x) - patch) : min(W, int(x) + patch + 1)]
+            ys = slice(max(0, int(y) - patch), min(H, int(y) + patch + 1))
+            xs = slice(max(0, int(x) - patch), min(W, int(x) + patch + 1))
+            img = frames[mid][ys, xs]
+            assert background is not None
+            fg = np.abs(img.astype(np.float32) - background[ys, xs]).max(axis=-1) > 25
+        else:
+            fg = None
         if scorer is not None:
             descs.append(("clip", scorer.image_features(img[None])[0]))
         else:
-            descs.append(("hist", _hist(img)))
+            descs.append(("hist", _hist(img, fg if fg is not None and fg.sum() >= 3 else None)))
     first = descs[0]
     sims = []
     for d in descs[1:]:

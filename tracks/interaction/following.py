@@ -136,8 +136,8 @@ def _onset(p: np.ndarray) -> float | None:
 
 def _xcorr_lag(a: np.ndarray, b: np.ndarray, max_lag: int) -> tuple[int, float]:
     """Lag ``k`` maximising corr(a[t + k], b[t]) for |k| <= max_lag (``a`` lags ``b`` by k frames)."""
-    a = np.nan_to_num(a - np.nanmean(a))
-    b = np.nan_to_num(b - np.nanmean(b))
+    a = np.nan_to_num(a - (np.nanmean(a) if np.isfinite(a).any() else 0.0))
+    b = np.nan_to_num(b - (np.nanmean(b) if np.isfinite(b).any() else 0.0))
     best, best_r = 0, -np.inf
     n = len(a)
     for k in range(-max_lag, max_lag + 1):
@@ -185,12 +185,14 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
                 expectation = "reference"
                 ok = _matches_reference(v, v_ref, exp.mode)
             if exp.mode != "none":
-                target_speed = float(np.nanmean(p_ref[sl]))
+                # the reference's agent may be untrackable in a chunk: then no magnitude target
+                target_speed = float(np.nanmean(p_ref[sl])) if np.isfinite(p_ref[sl]).any() else None
         mag_err = None
         realised = float(np.nanmean(p[sl])) if np.isfinite(p[sl]).any() else float("nan")
-        if exp.mode != "none" and target_speed is not None and np.isfinite(realised):
+        if exp.mode != "none" and target_speed is not None:
             floor = ZOOM_FLOOR if exp.mode == "zoom" else TRANSLATE_FLOOR
-            mag_err = abs(realised - target_speed) / max(abs(target_speed), floor)
+            # an agent that cannot be found in the generated chunk did not move as asked: maximal error
+            mag_err = abs(realised - target_speed) / max(abs(target_speed), floor) if np.isfinite(realised) else 1.0
         onset = _onset(p[sl]) if exp.mode != "none" else None
         out.append(ChunkFollowing(c.index, exp.action, exp.target, exp.mode, [float(x) for x in v], realised, ok,
                                   expectation, mag_err, onset))

@@ -4,9 +4,10 @@
   RANSAC (outliers = independently moving objects), then read off at the image centre:
   translation of the centre (content motion, fraction of the width per frame) and zoom
   (log of the mean radial scale of four points around the centre; > 0 = content expands).
-* **Agent displacement**: the centroid of the agent's pixels (its colour within a tolerance,
-  inside its search window) per frame; without a known colour, the largest foreground blob
-  against the temporal median background, associated frame to frame by proximity.
+* **Agent displacement**: the centroid of the agent's connected component (pixels of its colour
+  within a tolerance, inside its search window) per frame; without a known colour, the
+  foreground blobs against the temporal median background. The largest component starts the
+  track, then the nearest one to the previous position is followed.
 """
 
 from __future__ import annotations
@@ -71,33 +72,23 @@ def camera_motion(frames: np.ndarray, max_side: int = 128, grid_step: int = 4) -
     return MotionSeries(trans, zoom, "camera")
 
 
-def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None, tol: float) -> np.ndarray:
-    T, h, w = rgb.shape[:3]
-    r0, r1 = (window or {}).get("rows", [0, h])
-    c0, c1 = (window or {}).get("cols", [0, w])
-    r0, r1, c0, c1 = max(0, int(r0)), min(h, int(r1)), max(0, int(c0)), min(w, int(c1))
-    out = np.full((T, 2), np.nan)
-    sub = rgb[:, r0:r1, c0:c1].astype(np.float32)
-    dist = np.linalg.norm(sub - color[None, None, None, :], axis=-1)  # [T, h', w']
-    for t in range(T):
-        ys, xs = np.nonzero(dist[t] <= tol)
-        if len(xs):
-            out[t] = (xs.mean() + c0, ys.mean() + r0)
-    return out
+def _track_components(masks: np.ndarray, min_area: int = 2, static: np.ndarray | None = None) -> np.ndarray:
+    """Centroid ``[T, 2]`` of one connected component per frame: the largest in the first frame
+    where any exists, then the one nearest to the previous position (ties go to the larger).
 
-
-def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> np.ndarray:
+    Components lying mostly on ``static`` (pixels that match in the temporal median frame:
+    background of the agent's colour) are used only when nothing else matches.
+    """
     import cv2
 
-    bg = np.median(gray, axis=0).astype(np.float32)
-    out = np.full((len(gray), 2), np.nan)
+    out = np.full((len(masks), 2), np.nan)
     prev: np.ndarray | None = None
-    for t, g in enumerate(gray):
-        fg = (np.abs(g.astype(np.float32) - bg) > thresh).astype(np.uint8)
-        n, _, stats, cents = cv2.connectedComponentsWithStats(fg)
-        if n <= 1:
-            continue
-        cand = [(stats[i, cv2.CC_STAT_AREA], cents[i]) for i in range(1, n) if stats[i, cv2.CC_STAT_AREA] >= 4]
+    for t, m in enumerate(masks):
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(m.astype(np.uint8))
+        cand = [(int(stats[i, cv2.CC_STAT_AREA]), cents[i], i) for i in range(1, n) if stats[i, cv2.CC_STAT_AREA] >= min_area]
+        if static is not None and len(cand) > 1:
+            moving = [c for c in cand if static[labels == c[2]].mean() < 0.5]
+            cand = moving or cand
         if not cand:
             continue
         if prev is None:
@@ -106,6 +97,23 @@ def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> np.ndarray:
             out[t] = min(cand, key=lambda a: float(np.linalg.norm(a[1] - prev)) - 0.01 * a[0])[1]
         prev = out[t]
     return out
+
+
+def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None, tol: float) -> np.ndarray:
+    T, h, w = rgb.shape[:3]
+    r0, r1 = (window or {}).get("rows", [0, h])
+    c0, c1 = (window or {}).get("cols", [0, w])
+    r0, r1, c0, c1 = max(0, int(r0)), min(h, int(r1)), max(0, int(c0)), min(w, int(c1))
+    sub = rgb[:, r0:r1, c0:c1].astype(np.float32)
+    masks = np.linalg.norm(sub - color[None, None, None, :], axis=-1) <= tol  # [T, h', w']
+    static = np.linalg.norm(np.median(sub, axis=0) - color, axis=-1) <= tol
+    return _track_components(masks, static=static) + np.array([c0, r0], dtype=np.float64)
+
+
+def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> np.ndarray:
+    bg = np.median(gray, axis=0).astype(np.float32)
+    masks = np.abs(gray.astype(np.float32) - bg[None]) > thresh
+    return _track_components(masks, min_area=4)
 
 
 def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float = 60.0) -> MotionSeries:

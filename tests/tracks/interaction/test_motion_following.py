@@ -1,0 +1,81 @@
+"""Realised motion (camera ego-motion, agent tracking) and the action-following verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracks.interaction.following import analyze_following
+from tracks.interaction.motion import agent_motion, camera_motion
+from worldolympiad.types import Case, even_chunks
+
+
+def test_camera_motion_recovers_pan_speed_and_zoom_sign(synth):
+    v = synth.camera_video([(1.5, 0.0, 0.0), (0.0, -1.0, 0.0), (0.0, 0.0, 0.02)], frames_per_move=8)
+    m = camera_motion(v)
+    pan, tilt, zoom = slice(0, 7), slice(8, 15), slice(16, 23)
+    assert np.median(m.translation[pan, 0]) * 48 == pytest.approx(1.5, abs=0.2)
+    assert np.median(m.translation[tilt, 1]) * 48 == pytest.approx(-1.0, abs=0.2)
+    assert np.median(m.zoom[zoom]) == pytest.approx(0.02, abs=0.006)
+    assert abs(np.median(m.zoom[pan])) < 0.003
+
+
+def test_agent_tracker_follows_the_coloured_sprite(synth):
+    v = synth.sprite_video([(1.0, 0.0), (0.0, 1.0)], frames_per_move=6)
+    m = agent_motion(v, {"color": [40, 220, 240], "window": None})
+    assert np.nanmedian(m.translation[:5, 0]) * 48 == pytest.approx(1.0, abs=0.25)
+    assert np.nanmedian(m.translation[6:11, 1]) * 48 == pytest.approx(1.0, abs=0.25)
+    # the model-free blob tracker (colour unknown) sees the same motion
+    b = agent_motion(v, None)
+    assert np.nanmedian(b.translation[:5, 0]) * 48 == pytest.approx(1.0, abs=0.35)
+
+
+def _camera_case(actions, frames_per=12) -> Case:
+    n = frames_per * len(actions)
+    return Case(id="cam", scenario="realworld", fps=12.0, num_frames=n, resolution=(48, 48),
+                chunks=even_chunks(n, len(actions), actions=list(actions)), tracks=("interaction",))
+
+
+def test_following_scores_direction_and_flags_inverted_actions(synth):
+    case = _camera_case(["turn_left", "forward", "turn_right"])
+    good = synth.camera_video([(1.5, 0, 0), (0, 0, 0.02), (-1.5, 0, 0)])
+    bad = synth.camera_video([(-1.5, 0, 0), (0, 0, -0.02), (1.5, 0, 0)])
+    assert analyze_following(good, case, case.chunks).direction_accuracy == 1.0
+    assert analyze_following(bad, case, case.chunks).direction_accuracy == 0.0
+
+
+def test_following_magnitude_error_against_the_reference(synth):
+    case = _camera_case(["turn_left", "turn_right"])
+    ref = synth.camera_video([(1.0, 0, 0), (-1.0, 0, 0)])
+    slow = synth.camera_video([(0.5, 0, 0), (-0.5, 0, 0)])
+    assert analyze_following(ref, case, case.chunks, reference=ref).magnitude_error == pytest.approx(0.0)
+    err = analyze_following(slow, case, case.chunks, reference=ref).magnitude_error
+    assert err == pytest.approx(0.5, abs=0.12)
+
+
+def test_response_delay_measured_by_cross_correlation_with_the_reference(synth):
+    case = _camera_case(["turn_left", "static", "turn_right", "static"])
+    ref = synth.camera_video([(1.5, 0, 0), (0, 0, 0), (-1.5, 0, 0), (0, 0, 0)])
+    late = synth.delayed(ref, 3)
+    assert analyze_following(ref, case, case.chunks, reference=ref).delay_frames == 0
+    assert analyze_following(late, case, case.chunks, reference=ref).delay_frames == pytest.approx(3, abs=1)
+
+
+def test_response_delay_without_reference_uses_onset_inside_chunks(synth):
+    case = _camera_case(["turn_left", "turn_right"])
+    ref = synth.camera_video([(1.5, 0, 0), (-1.5, 0, 0)])
+    on_time = analyze_following(ref, case, case.chunks).delay_frames
+    late = analyze_following(synth.delayed(ref, 4), case, case.chunks).delay_frames
+    assert late >= on_time + 3
+
+
+def test_unreachable_expectation_is_judged_against_the_reference(synth):
+    # the reference sprite does not move on RIGHT (e.g. against a wall): a model that also stays put follows it
+    case = Case(id="a", scenario="gaming", fps=12.0, num_frames=24, resolution=(48, 48),
+                chunks=even_chunks(24, 2, actions=["RIGHT", "LEFT"]), metadata={"generator": "gaming.atari_breakout",
+                                                                              "action_space": {"kind": "image_translation", "agent_color": [40, 220, 240],
+                                                                                               "actions": {"RIGHT": {"translation": [1, 0]}, "LEFT": {"translation": [-1, 0]}}}})
+    ref = synth.sprite_video([(0.0, 0.0), (-1.0, 0.0)])
+    rep = analyze_following(ref, case, case.chunks, reference=ref)
+    assert rep.direction_accuracy == 1.0
+    assert rep.chunks[0].expectation == "reference"
