@@ -39,7 +39,7 @@ def register_all(generators: Registry, perturbations: Registry) -> list[str]:
         register = getattr(mod, "register", None)
         if register is None:
             UNAVAILABLE[mod_name] = "has no register(generators, perturbations) function"
-            logger.warning("scenario subpackage %s has no register(generators, perturbations)", mod_name)
+            logger.info("scenario subpackage %s has no register(generators, perturbations) yet", mod_name)
             continue
         register(generators, perturbations)
         ok.append(mod_name)

@@ -37,11 +37,13 @@ class SuiteEntry:
 
 
 def suite_dir(name: str) -> Path:
-    """Folder of a built-in suite's fragments.
+    """Folder of a suite's fragments: a built-in name, or a path to a folder of ``*.yaml`` fragments.
 
     Raises:
         CaseError: unknown suite name (the message lists the known ones).
     """
+    if ("/" in name or name.startswith(".")) and Path(name).is_dir():
+        return Path(name)
     d = SUITES_DIR / name
     if not d.is_dir():
         known = sorted(p.name for p in SUITES_DIR.iterdir() if p.is_dir())
@@ -110,8 +112,9 @@ def build_case(entry: SuiteEntry, suite: str) -> Case:
 
 
 def build_suite(name: str) -> list[Case]:
-    """All cases of the built-in suite ``name``."""
-    return [build_case(e, name) for e in suite_entries(name)]
+    """All cases of the suite ``name`` (built-in name or fragment folder)."""
+    suite = Path(name).name
+    return [build_case(e, suite) for e in suite_entries(name)]
 
 
 def suite_counts() -> dict[str, int]:

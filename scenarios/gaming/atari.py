@@ -66,8 +66,12 @@ class AtariGenerator(CaseGenerator):
     game: ClassVar[str] = "breakout"
     name: ClassVar[str] = "gaming.atari_breakout"
     version: ClassVar[str] = "1"
+    accepted_params: ClassVar[frozenset[str]] = frozenset({'actions', 'fps', 'frame_skip', 'num_chunks', 'num_frames', 'resolution', 'warmup'})
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
+        unknown = set(params) - self.accepted_params
+        if unknown:
+            raise ValueError(f"{self.name}: unknown params {sorted(unknown)}; accepted: {sorted(self.accepted_params)}")
         spec = atari_spec(self.game)
         p = dict(params)
         h, w = (int(v) for v in p.get("resolution", (64, 64)))

@@ -311,6 +311,7 @@ class MazeGenerator(CaseGenerator):
 
     name: ClassVar[str] = "gaming.maze"
     version: ClassVar[str] = "1"
+    accepted_params: ClassVar[frozenset[str]] = frozenset({'actions', 'fps', 'hfov_deg', 'maze_size', 'num_chunks', 'num_frames', 'resolution'})
 
     def _world(self, seed: int, n: int) -> tuple[np.ndarray, Pose2D, list[tuple[str, np.ndarray]]]:
         rng = np.random.default_rng([seed, 7])
@@ -368,6 +369,9 @@ class MazeGenerator(CaseGenerator):
         return actions, poses
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
+        unknown = set(params) - self.accepted_params
+        if unknown:
+            raise ValueError(f"{self.name}: unknown params {sorted(unknown)}; accepted: {sorted(self.accepted_params)}")
         spec = maze_spec()
         vocab = spec["actions"]
         h, w = (int(v) for v in params.get("resolution", (64, 64)))

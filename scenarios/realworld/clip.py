@@ -78,8 +78,12 @@ class ClipGenerator(CaseGenerator):
 
     name: ClassVar[str] = "realworld.clip"
     version: ClassVar[str] = "1"
+    accepted_params: ClassVar[frozenset[str]] = frozenset({'clip', 'num_chunks', 'num_frames', 'resolution', 'start', 'stride'})
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
+        unknown = set(params) - self.accepted_params
+        if unknown:
+            raise ValueError(f"{self.name}: unknown params {sorted(unknown)}; accepted: {sorted(self.accepted_params)}")
         clips = load_clips()
         clip = str(params.get("clip", "bikes"))
         if clip not in clips:

@@ -95,6 +95,7 @@ class ArmGenerator(CaseGenerator):
     task: ClassVar[str] = "push"
     name: ClassVar[str] = "robotics.push"
     version: ClassVar[str] = "1"
+    accepted_params: ClassVar[frozenset[str]] = frozenset({'camera_azimuth_deg', 'camera_distance', 'camera_elevation_deg', 'distractors', 'fov_deg', 'fps', 'num_frames', 'resolution'})
     rules: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------- case
@@ -117,6 +118,9 @@ class ArmGenerator(CaseGenerator):
         raise NotImplementedError
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
+        unknown = set(params) - self.accepted_params
+        if unknown:
+            raise ValueError(f"{self.name}: unknown params {sorted(unknown)}; accepted: {sorted(self.accepted_params)}")
         rng = np.random.default_rng([seed, 31])
         layout = self._layout(rng, int(params.get("distractors", 1)))
         start, gripper, plan = self._plan(layout, rng)
@@ -157,7 +161,7 @@ class ArmGenerator(CaseGenerator):
             fps=fps,
             num_frames=num_frames,
             resolution=(h, w),
-            prompt=f"A Franka Panda robot arm on a grey checkered floor {self.task}es the {target}: "
+            prompt=f"A Franka Panda robot arm on a blue and white checkered floor {self.task}es the {target}: "
                    + "; ".join(c for _, c in plan) + ".",
             chunks=chunks,
             camera=CameraSpec.from_arrays(K, np.repeat(c2w[None], num_frames, 0)),
