@@ -1,0 +1,136 @@
+"""Each model-free check passes the law-abiding scene and fails the one perturbation it targets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracks.physics import synthetic as S
+from tracks.physics.checks import CheckInput, run_check
+from tracks.physics.checks._kinematics import bounce_frames, flights
+from tracks.physics.tracking import track_objects
+
+
+def _inp(scene, ref_scene, rule="gravity", use_ref=True, analyse=None):
+    tracks = track_objects(scene.frames, scene.segmentation())
+    rt = track_objects(ref_scene.frames, ref_scene.segmentation())
+    if not use_ref:
+        return CheckInput(tracks, scene.frames, scene.fps, rule)
+    return CheckInput(tracks, scene.frames, scene.fps, rule, rt, ref_scene.frames, ref_scene.fps)
+
+
+def test_flight_fit_recovers_simulated_gravity(ball):
+    y = ball.states["y"] / 64
+    a = [f.accel for f in flights(y, ball.fps)]
+    g = ball.states["g"] * ball.fps**2 / 64  # px/frame^2 -> frame heights / s^2
+    assert a and all(abs(x - g) / g < 0.05 for x in a)
+    assert len(bounce_frames(y, ball.fps)) >= 2
+
+
+@pytest.mark.parametrize("use_ref", [True, False])
+def test_reference_passes_mechanics_checks(ball, use_ref):
+    inp = _inp(ball, ball, use_ref=use_ref)
+    for name in ("gravity", "impact", "continuity", "permanence", "rigidity"):
+        r = run_check(name, inp)
+        assert r.status == "pass" and r.score > 0.9, (name, r)
+
+
+@pytest.mark.parametrize(("perturbation", "check"), [
+    ("gravity_reversed", "gravity"),
+    ("frozen", "gravity"),
+    ("time_reversal", "impact"),
+    ("teleport", "continuity"),
+    ("vanish", "permanence"),
+    ("shape_morph", "rigidity"),
+])
+def test_check_fails_its_perturbation_and_score_falls_with_strength(ball, perturbation, check):
+    scores = []
+    for s in (0.5, 1.0):
+        r = run_check(check, _inp(S.perturb(ball, perturbation, s), ball))
+        assert r.status == "fail", (s, r)
+        scores.append(r.score)
+    assert scores[1] <= scores[0] < 0.9
+
+
+def test_occlusion_is_not_a_permanence_violation():
+    scene = S.crossing_balls(T=32, H=48, W=64, occluder=True)
+    r = run_check("permanence", _inp(scene, scene, use_ref=False))
+    assert r.status == "pass", r
+
+
+def test_phase_change_direction_follows_the_rule():
+    melt = S.melting_block()
+    ok = run_check("phase_change", _inp(melt, melt, rule="melting"))
+    assert ok.status == "pass" and ok.score > 0.9
+    # the same block growing instead (a video of melting played as freezing)
+    grow = S.melting_block(freeze=True)
+    bad = run_check("phase_change", _inp(grow, melt, rule="melting"))
+    assert bad.status == "fail" and bad.score < 0.1
+    # a frozen (static) block does not melt
+    still = S.Scene(np.repeat(melt.frames[:1], len(melt.frames), 0), np.repeat(melt.masks[:1], len(melt.masks), 0),
+                    melt.objects)
+    assert run_check("phase_change", _inp(still, melt, rule="melting")).status == "fail"
+    # without a reference the law alone decides
+    assert run_check("phase_change", _inp(melt, melt, rule="melting", use_ref=False)).status == "pass"
+    assert run_check("phase_change", _inp(melt, melt, rule="freezing", use_ref=False)).status == "fail"
+
+
+def test_phase_change_not_applicable_to_mechanics_rule(ball):
+    r = run_check("phase_change", _inp(ball, ball, rule="gravity"))
+    assert r.status == "not_applicable" and r.reason
+
+
+def _mixing_scene(T=24, H=32, W=32, reverse=False):
+    frames = np.empty((T, H, W, 3), np.uint8)
+    frames[:] = (40, 70, 220)  # blue water
+    yy, xx = np.mgrid[0:H, 0:W]
+    for t in range(T):
+        frames[t, :6, 12:20] = (230, 220, 40)  # yellow dye source at the top
+        r = 3 + 12 * t / (T - 1)
+        frames[t][((xx - 16) ** 2 + (yy - 6) ** 2 <= r * r) & (yy >= 6)] = (40, 150, 120)  # green mix
+    if reverse:
+        frames = frames[::-1].copy()
+    return S.Scene(frames, np.zeros((T, H, W), np.int32), {})
+
+
+def test_mixing_spreads_monotonically():
+    ref = _mixing_scene()
+    inp = CheckInput([], ref.frames, 24.0, "color_mixing", [], ref.frames, 24.0)
+    assert run_check("mixing", inp).status == "pass"
+    bad = _mixing_scene(reverse=True)  # unmixing
+    r = run_check("mixing", CheckInput([], bad.frames, 24.0, "color_mixing", [], ref.frames, 24.0))
+    assert r.status == "fail"
+
+
+def test_moving_rigid_ball_is_not_mixing(ball):
+    r = run_check("mixing", CheckInput([], ball.frames, 24.0, "color_mixing", [], ball.frames, 24.0))
+    assert r.status == "not_applicable"
+
+
+def _fire_scene(T=24, H=32, W=32, flame=True):
+    frames = np.full((T, H, W, 3), 30, np.uint8)
+    masks = np.zeros((T, H, W), np.int32)
+    for t in range(T):
+        h = int(12 * (1 - 0.6 * t / (T - 1)))
+        frames[t, H - 4 - h : H - 4, 10:22] = (110, 70, 30)  # log burning down
+        masks[t, H - 4 - h : H - 4, 10:22] = 1
+        if flame:
+            frames[t, H - 10 - h : H - 4 - h, 12:20] = (255, 140, 20)
+    return S.Scene(frames, masks, {"log": {"id": 1, "color": (110, 70, 30)}})
+
+
+def test_combustion_needs_flame_and_shrinking_fuel():
+    ref = _fire_scene()
+    assert run_check("combustion", _inp(ref, ref, rule="combustibility")).status == "pass"
+    no_flame = _fire_scene(flame=False)
+    assert run_check("combustion", _inp(no_flame, ref, rule="combustibility")).status == "fail"
+    assert run_check("combustion", _inp(no_flame, no_flame, rule="combustibility")).status == "not_applicable"
+
+
+def test_buoyancy_direction_must_match_reference():
+    # a body sinking and settling at the bottom (reference) vs the same video mirrored: it floats up
+    ball = S.bouncing_ball(T=72, H=48, W=48, restitution=0.3)
+    up = S.perturb(ball, "gravity_reversed", 1.0)
+    r = run_check("buoyancy", _inp(up, ball, rule="buoyancy"))
+    assert r.status == "fail" and r.score < 0.5
+    assert run_check("buoyancy", _inp(ball, ball, rule="buoyancy")).status == "pass"

@@ -1,0 +1,47 @@
+"""The documented rule that combines model-free checks and judge verdicts."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracks.physics.checks import CheckResult
+from tracks.physics.judge_protocol import JudgeVerdict
+from tracks.physics.rules import get_rule
+from tracks.physics.scoring import RuleVerdict, decide, summarize
+
+
+def _v(check: str | None, judge: bool | None = None, agreement: float = 1.0, rule: str = "gravity", score: float = 0.5):
+    checks = []
+    if check == "na":
+        checks = [CheckResult("gravity", "not_applicable", None, reason="nothing moves")]
+    elif check is not None:
+        checks = [CheckResult("gravity", check, 1.0 if check == "pass" else score)]
+    j = None if judge is None else JudgeVerdict(judge, agreement, [judge] * 3)
+    return RuleVerdict(get_rule(rule), "case", checks, j)
+
+
+@pytest.mark.parametrize(("check", "judge", "agreement", "samples", "verdict", "by"), [
+    ("pass", None, 1.0, 3, True, "checks"),
+    ("fail", None, 1.0, 3, False, "checks"),
+    (None, True, 1.0, 3, True, "judge"),
+    ("na", False, 1.0, 3, False, "judge"),
+    ("pass", True, 1.0, 3, True, "checks+judge"),
+    ("fail", True, 1.0, 3, False, "checks"),  # a measured failure always fails
+    ("pass", False, 1.0, 3, False, "judge"),  # unanimous k>=3 judge overturns a pass
+    ("pass", False, 2 / 3, 3, True, "checks"),  # a split judge does not
+    ("pass", False, 1.0, 1, True, "checks"),  # nor a single sample
+    ("na", None, 1.0, 3, None, None),  # nothing to go on: unjudged
+])
+def test_decide(check, judge, agreement, samples, verdict, by):
+    v = decide(_v(check, judge, agreement), samples)
+    assert (v.verdict, v.decided_by) == (verdict, by)
+
+
+def test_summary_pass_rate_ignores_unjudged_and_reports_coverage():
+    vs = [decide(_v("pass"), 3), decide(_v("fail", score=0.2, rule="impact"), 3), decide(_v("na", rule="melting"), 3)]
+    s = summarize(vs)
+    assert s["pass_rate"] == 0.5
+    assert s["coverage"] == pytest.approx(2 / 3)
+    assert s["pass_rate_mechanics"] == 0.5 and s["pass_rate_thermal"] is None
+    assert s["kinematic_compliance"] == pytest.approx((1.0 + 0.2) / 2)
+    assert s["decided_by"] == {"gravity": "checks", "impact": "checks", "melting": None}

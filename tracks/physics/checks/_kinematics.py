@@ -1,0 +1,132 @@
+"""Trajectory helpers shared by the mechanics checks (flight segments, bounces, rest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: speeds below this (frame heights per second) count as "at rest".
+REST_SPEED = 0.08
+#: a flight segment must span at least this much vertically (frame heights).
+MIN_FLIGHT_RANGE = 0.03
+
+
+@dataclass
+class Flight:
+    """A run of frames between bounces with its quadratic fit ``y = a/2 t² + b t + c``."""
+
+    frames: np.ndarray  # int [n]
+    accel: float  # frame heights / s², + is downward
+    rms: float  # fit residual, frame heights
+    y_range: float
+
+
+def runs(mask: np.ndarray) -> list[np.ndarray]:
+    """Index arrays of consecutive True runs."""
+    idx = np.flatnonzero(mask)
+    if len(idx) == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(idx) > 1) + 1
+    return list(np.split(idx, cuts))
+
+
+def _nanmin(a: np.ndarray) -> float:
+    a = a[~np.isnan(a)]
+    return float(a.min()) if len(a) else np.inf
+
+
+def bounces(y: np.ndarray, fps: float, max_plateau: int = 2) -> list[tuple[int, int]]:
+    """Bounces: frame ranges ``(first, last)`` (inclusive) at the bottom of a down-then-up turn.
+
+    The lowest samples may form a short plateau (the contact fell between two frames), so the
+    turn is found across up to ``max_plateau`` frames of no vertical motion.
+    """
+    v = np.diff(y) * fps  # v[t] = motion from frame t to t+1
+    out: list[tuple[int, int]] = []
+    t = 1
+    while t < len(y) - 1:
+        if np.isnan(v[t - 1]) or v[t - 1] <= REST_SPEED:
+            t += 1
+            continue
+        u = t
+        while u < len(v) and u - t <= max_plateau and not np.isnan(v[u]) and abs(v[u]) <= REST_SPEED:
+            u += 1
+        # A real contact: a clear drop before and a clear rise after (not pixel jitter).
+        drop = y[t] - _nanmin(y[max(0, t - 3) : t])
+        rise = y[u] - _nanmin(y[u + 1 : u + 4])
+        if (u < len(v) and u - t <= max_plateau and not np.isnan(v[u]) and v[u] < -REST_SPEED
+                and drop >= MIN_FLIGHT_RANGE / 2 and rise >= MIN_FLIGHT_RANGE / 3):
+            out.append((t, u))
+            t = u + 1
+        else:
+            t += 1
+    return out
+
+
+def bounce_frames(y: np.ndarray, fps: float) -> list[int]:
+    """The first lowest frame of every bounce."""
+    return [b[0] for b in bounces(y, fps)]
+
+
+def flights(y: np.ndarray, fps: float) -> list[Flight]:
+    """Flight segments of a vertical trajectory ``y`` (frame heights, nan = unseen).
+
+    Segments are split at bounces and gaps; the lowest sample of a bounce belongs to neither
+    (the contact happened somewhere around it); resting tails are trimmed.
+    """
+    ok = ~np.isnan(y)
+    for b0, b1 in bounces(y, fps):
+        ok[b0 : b1 + 1] = False
+    out = []
+    for seg in runs(ok):
+        # trim frames at rest at either end (resting on the floor or frozen)
+        speed = np.abs(np.gradient(y[seg])) * fps if len(seg) > 1 else np.zeros(len(seg))
+        moving = np.flatnonzero(speed > REST_SPEED)
+        if len(moving) == 0:
+            continue
+        seg = seg[moving[0] : moving[-1] + 1]
+        if len(seg) < 5:
+            continue
+        yr = float(np.ptp(y[seg]))
+        if yr < MIN_FLIGHT_RANGE:
+            continue
+        t = seg / fps
+        coef = np.polyfit(t, y[seg], 2)
+        rms = float(np.sqrt(np.mean((np.polyval(coef, t) - y[seg]) ** 2)))
+        out.append(Flight(seg, float(2 * coef[0]), rms, yr))
+    return out
+
+
+def mean_accel(fl: list[Flight]) -> float | None:
+    if not fl:
+        return None
+    w = np.array([len(f.frames) for f in fl], float)
+    return float(np.average([f.accel for f in fl], weights=w))
+
+
+def hover_frames(y: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04) -> int:
+    """Frames an object spends at rest (≥ 3 in a row) with its bottom above ``rest_level - tol``:
+    an unsupported object that should be falling."""
+    speed = np.full(len(y), np.nan)
+    speed[1:] = np.abs(np.diff(y)) * fps
+    still = (speed < REST_SPEED) & (bottom < rest_level - tol)
+    return int(sum(len(r) + 1 for r in runs(still) if len(r) >= 2))
+
+
+def spontaneous_rises(y: np.ndarray, fps: float, window: int = 8) -> list[int]:
+    """Frames where an object at rest (≥ 3 frames) starts rising by itself: it climbs at least
+    :data:`MIN_FLIGHT_RANGE` within ``window`` frames. Nothing at rest lifts off without a push
+    (the signature of time-reversed falls and of reversed gravity)."""
+    speed = np.full(len(y), np.nan)
+    speed[1:] = np.abs(np.diff(y)) * fps
+    out = []
+    for r in runs(speed < REST_SPEED):
+        if len(r) < 2:
+            continue
+        e = int(r[-1])
+        ahead = y[e + 1 : e + 1 + window]
+        ahead = ahead[~np.isnan(ahead)]
+        if len(ahead) and y[e] - ahead.min() >= MIN_FLIGHT_RANGE:
+            out.append(e)
+    return out

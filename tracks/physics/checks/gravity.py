@@ -1,0 +1,85 @@
+"""Gravity: unsupported objects accelerate downward at the reference's rate and never hover.
+
+Measured on the subject (the object that moves most): the mean downward acceleration of its
+flight segments (quadratic fit per segment, split at bounces), the fit residual, and
+frames spent at rest in mid-air (above the lowest level the object reaches in the reference).
+
+Objects at rest never lift off by themselves (a resting object that starts rising is the
+signature of time-reversed falls).
+
+Score = soft_ratio(a / a_ref) · exp(-max(0, rms - 0.01) / 0.02) · (1 - hover share / 2)
+· 0.3^(spontaneous rises).
+Without a reference, a_ref is replaced by "any clearly downward acceleration".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracks.physics.checks import CheckInput, CheckResult, not_applicable, series, soft_ratio, subject
+from tracks.physics.checks._kinematics import flights, hover_frames, mean_accel, spontaneous_rises
+
+VERSION = "1"
+NAME = "gravity"
+
+
+def run(inp: CheckInput) -> CheckResult:
+    name = subject(inp, prefer="motion")
+    if name is None:
+        return not_applicable(NAME, "no moving object was tracked")
+    H = inp.height
+    cen, _, box = series(inp.tracks, name, clipped=False)
+    y = cen[:, 1] / H
+    bottom = box[:, 3] / H
+    fl = flights(y, inp.fps)
+    a = mean_accel(fl)
+    rms = max((f.rms for f in fl), default=0.0)
+    measured: dict = {"object": name, "accel": a, "fit_rms": rms, "flights": len(fl)}
+
+    if inp.has_reference:
+        assert inp.ref_tracks is not None and inp.ref_frames is not None
+        rcen, _, rbox = series(inp.ref_tracks, name, clipped=False)
+        rh = inp.ref_frames.shape[1]
+        ry = rcen[:, 1] / rh
+        a_ref = mean_accel(flights(ry, inp.ref_fps or inp.fps))
+        if a_ref is None or a_ref <= 0:
+            return not_applicable(NAME, f"the reference shows no falling motion of {name!r}", accel_ref=a_ref)
+        rest_level = float(np.nanmax(rbox[:, 3] / rh))
+        ref_rises = len(spontaneous_rises(ry, inp.ref_fps or inp.fps))
+        ratio = (a if a is not None else 0.0) / a_ref
+        measured.update(accel_ref=a_ref, ratio=ratio)
+        acc_ok = 0.6 <= ratio <= 1.6
+    else:
+        if a is None:
+            return not_applicable(NAME, f"{name!r} has no flight segment to fit")
+        rest_level = float(np.nanmax(bottom))
+        ref_rises = 0
+        dur = max(len(f.frames) for f in fl) / inp.fps
+        ratio = 1.0 if 0.5 * a * dur**2 > 0.02 else (a * dur**2 / 0.04)
+        acc_ok = ratio >= 1.0
+
+    seen = int((~np.isnan(y)).sum())
+    hov = hover_frames(y, bottom, inp.fps, rest_level) if seen else 0
+    hover_share = hov / max(seen, 1)
+    rises = spontaneous_rises(y, inp.fps)
+    # A push the reference also shows (a collision launching a resting body) is not spontaneous.
+    extra_rises = max(0, len(rises) - ref_rises)
+    measured.update(hover_frames=hov, rest_level=rest_level, spontaneous_rises=rises, rises_ref=ref_rises)
+    score = soft_ratio(ratio) * float(np.exp(-max(0.0, rms - 0.01) / 0.02)) * (1.0 - 0.5 * hover_share)
+    score *= 0.3**extra_rises
+    ok = acc_ok and rms < 0.02 and hov <= 2 and not extra_rises
+    reason = "" if ok else _why(acc_ok, rms, hov, ratio, extra_rises)
+    return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured, reason)
+
+
+def _why(acc_ok: bool, rms: float, hov: int, ratio: float, rises: int) -> str:
+    out = []
+    if rises:
+        out.append(f"rises by itself from rest {rises} time(s)")
+    if not acc_ok:
+        out.append(f"downward acceleration is {ratio:.2f}x the expected")
+    if rms >= 0.02:
+        out.append(f"path is not parabolic (fit residual {rms:.3f} frame heights)")
+    if hov > 2:
+        out.append(f"hovers in mid-air for {hov} frames")
+    return "; ".join(out)

@@ -1,0 +1,74 @@
+"""Impact: a collision never adds energy, and a bouncing object settles like the reference.
+
+At every bounce of the subject (vertical motion turning from down to up) the rebound height
+is compared with the drop height: ``h_after / h_before = e²`` must not exceed 1 (energy
+cannot grow at a contact; 10 % slack for pixel noise). If the reference bounces, the video
+must bounce too, and if the reference comes to rest, so must the video.
+
+Score = exp(-max(0, gain - 1.05) / 0.3) · (0.3 if no bounce where the reference has one)
+· (0.6 if it does not come to rest where the reference does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracks.physics.checks import CheckInput, CheckResult, not_applicable, series, subject
+from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames
+
+VERSION = "1"
+NAME = "impact"
+
+
+def height_ratios(y: np.ndarray, bounces: list[int]) -> list[float]:
+    """``h_after / h_before`` at each bounce (heights measured up from the bounce's lowest sample)."""
+    out = []
+    edges = [0, *bounces, len(y) - 1]
+    for k, b in enumerate(bounces):
+        before = y[edges[k] : b + 1]
+        after = y[b : edges[k + 2] + 1]
+        h0 = y[b] - np.nanmin(before)
+        h1 = y[b] - np.nanmin(after)
+        if h0 > 0.01:
+            out.append(float(h1 / h0))
+    return out
+
+
+def at_rest_at_end(y: np.ndarray, fps: float, frames: int = 3) -> bool:
+    tail = y[~np.isnan(y)][-(frames + 1) :]
+    return len(tail) > frames and bool(np.all(np.abs(np.diff(tail)) * fps < REST_SPEED))
+
+
+def run(inp: CheckInput) -> CheckResult:
+    name = subject(inp, prefer="motion")
+    if name is None:
+        return not_applicable(NAME, "no moving object was tracked")
+    y = series(inp.tracks, name, clipped=False)[0][:, 1] / inp.height
+    b = bounce_frames(y, inp.fps)
+    ratios = height_ratios(y, b)
+    gain = max(ratios, default=0.0)
+    rests = at_rest_at_end(y, inp.fps)
+    measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain, "comes_to_rest": rests}
+    ref_bounces, ref_rests = None, None
+    if inp.has_reference:
+        assert inp.ref_tracks is not None and inp.ref_frames is not None
+        ry = series(inp.ref_tracks, name, clipped=False)[0][:, 1] / inp.ref_frames.shape[1]
+        ref_bounces = len(bounce_frames(ry, inp.ref_fps or inp.fps))
+        ref_rests = at_rest_at_end(ry, inp.ref_fps or inp.fps)
+        measured.update(ref_bounces=ref_bounces, ref_comes_to_rest=ref_rests)
+        if ref_bounces == 0:
+            return not_applicable(NAME, f"the reference shows no collision of {name!r}", **measured)
+    elif not b:
+        return not_applicable(NAME, f"no bounce of {name!r} to check")
+
+    score = float(np.exp(-max(0.0, gain - 1.05) / 0.3))
+    problems = []
+    if gain > 1.1:
+        problems.append(f"a bounce gained energy (rebound/drop height {gain:.2f})")
+    if ref_bounces and not b:
+        score *= 0.3
+        problems.append("no bounce where the reference bounces")
+    if ref_rests and not rests:
+        score *= 0.6
+        problems.append("does not come to rest")
+    return CheckResult(NAME, "fail" if problems else "pass", float(np.clip(score, 0, 1)), measured, "; ".join(problems))

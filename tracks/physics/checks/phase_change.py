@@ -1,0 +1,70 @@
+"""Phase change (melting, sublimation, vaporization, freezing, condensation, deposition;
+the dissolving solute of solubility): the changing body's area moves monotonically in the
+rule's direction, by about as much as in the reference.
+
+Direction: shrink for melting / sublimation / vaporization / solubility, grow for freezing /
+condensation / deposition. Area is 0 where the body is not seen (fully melted / not yet formed).
+
+Score = monotone share² · soft_ratio(net change / reference net change).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracks.physics.checks import (
+    CheckInput,
+    CheckResult,
+    monotone_fraction,
+    not_applicable,
+    series,
+    soft_ratio,
+    subject,
+)
+
+VERSION = "1"
+NAME = "phase_change"
+DIRECTION = {"melting": -1, "sublimation": -1, "vaporization": -1, "solubility": -1,
+             "freezing": 1, "condensation": 1, "deposition": 1}
+
+
+def area_curve(tracks, name: str, pixels: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Area of ``name`` per frame as a share of the frame, 0 where unseen, median-smoothed over 3."""
+    a = np.nan_to_num(series(tracks, name)[1], nan=0.0) / pixels
+    if len(a) >= 3:
+        a = np.median(np.stack([np.r_[a[:1], a[:-1]], a, np.r_[a[1:], a[-1:]]]), axis=0)
+    return a
+
+
+def net_change(a: np.ndarray) -> float:
+    k = max(1, min(3, len(a) // 4))
+    a0, a1 = float(a[:k].mean()), float(a[-k:].mean())
+    return (a1 - a0) / max(a0, a1, 1e-6)
+
+
+def run(inp: CheckInput) -> CheckResult:
+    direction = DIRECTION.get(inp.rule)
+    if direction is None:
+        return not_applicable(NAME, f"rule {inp.rule!r} is not a phase change")
+    name = subject(inp, prefer="area")
+    if name is None:
+        return not_applicable(NAME, "no object whose area changes was tracked")
+    H, W = inp.frames.shape[1:3]
+    a = area_curve(inp.tracks, name, H * W)
+    mono = monotone_fraction(a, direction)
+    net = net_change(a) * direction
+    measured: dict = {"object": name, "monotone": mono, "net_change": net}
+    if inp.has_reference:
+        assert inp.ref_tracks is not None and inp.ref_frames is not None
+        ra = area_curve(inp.ref_tracks, name, int(np.prod(inp.ref_frames.shape[1:3])))
+        ref_net = net_change(ra) * direction
+        measured["net_change_ref"] = ref_net
+        if ref_net < 0.1:
+            return not_applicable(NAME, f"the reference shows no {inp.rule} of {name!r}", **measured)
+        ratio = net / ref_net
+    else:
+        ratio = net / 0.2  # at least a 20 % change counts as the phenomenon happening
+    score = mono**2 * soft_ratio(min(ratio, 1.0) if not inp.has_reference else ratio)
+    ok = mono >= 0.8 and ratio >= 0.5
+    reason = "" if ok else f"area change is {'non-monotone' if mono < 0.8 else 'too small'} (monotone {mono:.2f}, net/expected {ratio:.2f})"
+    return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured, reason)

@@ -1,0 +1,470 @@
+"""Object segmentation backends behind one interface.
+
+* :class:`OpenCVSegmenter` (default, model-free): foreground = pixels that differ from the
+  video's temporal-median background (motion) **or** match a known object colour (from the
+  case's ``physics.objects`` or learned from the reference video), split into connected
+  components.
+* :class:`SAMSegmenter`: segment-anything from a local checkpoint (vit_b / vit_l / vit_h or a
+  smaller model built from the same classes). Prompted by the case's object boxes/points
+  (each frame re-prompted with the box of the previous frame's mask), or automatic masks.
+
+Both return a :class:`Segmentation`: one label map per frame (``int32 [T, H, W]``, 0 =
+background). Labels are per frame; :mod:`tracks.physics.tracking` links them into tracks.
+Following the published protocol, masks under ``min_area_frac`` of the frame (0.5 %) are
+dropped and at most ``max_objects`` masks are kept per frame.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Segmentation:
+    """Per-frame instance masks as label maps.
+
+    Attributes:
+        labels: ``int32 [T, H, W]``; 0 is background, ``k > 0`` an instance in that frame.
+        names: per frame, label → object name hint (``""`` when the backend does not know it).
+        backend: which segmenter produced it.
+    """
+
+    labels: np.ndarray  # int32 [T, H, W]
+    names: list[dict[int, str]] = field(default_factory=list)
+    backend: str = ""
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.labels.shape[0])
+
+    def instances(self, t: int) -> list[int]:
+        """Labels present in frame ``t`` (sorted)."""
+        ids = np.unique(self.labels[t])
+        return [int(i) for i in ids if i != 0]
+
+
+class Segmenter:
+    """Base class: :meth:`segment` turns frames into a :class:`Segmentation`."""
+
+    name: str = "segmenter"
+
+    def segment(self, frames: np.ndarray, objects: Sequence[Mapping[str, Any]] = ()) -> Segmentation:
+        """Segment ``frames`` (``uint8 [T, H, W, 3]``).
+
+        Args:
+            frames: RGB video.
+            objects: optional hints, each ``{"name", "color"?: [r, g, b], "box"?: [x0, y0, x1, y1],
+                "point"?: [x, y]}`` (box/point in pixels of the first frame).
+        """
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+def _check_frames(frames: np.ndarray) -> None:
+    if not isinstance(frames, np.ndarray) or frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
+        raise ValueError(
+            f"segment() needs uint8 frames [T, H, W, 3], got dtype={getattr(frames, 'dtype', None)} "
+            f"shape={getattr(frames, 'shape', None)}; decode with worldolympiad.video.io.read_video"
+        )
+
+
+def rgb_to_lab(frames: np.ndarray) -> np.ndarray:
+    """``uint8 [..., 3]`` RGB → float32 CIE Lab (L in 0..100) via OpenCV."""
+    import cv2
+
+    shape = frames.shape
+    flat = frames.reshape(-1, 1, 3).astype(np.float32) / 255.0
+    return cv2.cvtColor(flat, cv2.COLOR_RGB2Lab).reshape(shape)
+
+
+def _components(mask: np.ndarray, min_area: int, max_area: int) -> list[np.ndarray]:
+    """Connected components of a boolean mask whose area is within [min_area, max_area]."""
+    import cv2
+
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    out = []
+    for k in range(1, n):
+        a = int(stats[k, cv2.CC_STAT_AREA])
+        if min_area <= a <= max_area:
+            out.append(lab == k)
+    return out
+
+
+def _paint(shape: tuple[int, int], instances: list[tuple[np.ndarray, str]], max_objects: int) -> tuple[np.ndarray, dict[int, str]]:
+    """Paint instance masks into one label map: largest first, so smaller (front) masks stay visible."""
+    instances = sorted(instances, key=lambda m: -int(m[0].sum()))[:max_objects]
+    labels = np.zeros(shape, np.int32)
+    names: dict[int, str] = {}
+    for k, (m, name) in enumerate(instances, start=1):
+        labels[m] = k
+        names[k] = name
+    # drop labels fully painted over
+    present = set(np.unique(labels).tolist())
+    return labels, {k: v for k, v in names.items() if k in present}
+
+
+class OpenCVSegmenter(Segmenter):
+    """Model-free segmentation: temporal-median background subtraction + object colours.
+
+    Args:
+        arg: ignored (registry spec ``opencv``).
+        motion_threshold: Lab distance from the median background that counts as foreground.
+        color_threshold: Lab distance to an object's colour that counts as that object.
+        min_area_frac: smallest mask kept, as a fraction of the frame (0.5 % as in the protocol).
+        max_area_frac: largest mask kept (bigger ones are background regions, lighting changes).
+        max_objects: most masks kept per frame.
+    """
+
+    name = "opencv"
+
+    def __init__(
+        self,
+        arg: str | None = None,
+        *,
+        motion_threshold: float = 18.0,
+        color_threshold: float = 22.0,
+        min_area_frac: float = 0.005,
+        max_area_frac: float = 0.3,
+        max_objects: int = 4,
+        **_: Any,
+    ) -> None:
+        self.motion_threshold = float(motion_threshold)
+        self.color_threshold = float(color_threshold)
+        self.min_area_frac = float(min_area_frac)
+        self.max_area_frac = float(max_area_frac)
+        self.max_objects = int(max_objects)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "motion_threshold": self.motion_threshold,
+            "color_threshold": self.color_threshold,
+            "min_area_frac": self.min_area_frac,
+            "max_objects": self.max_objects,
+        }
+
+    def segment(self, frames: np.ndarray, objects: Sequence[Mapping[str, Any]] = ()) -> Segmentation:
+        import cv2
+
+        _check_frames(frames)
+        T, H, W, _ = frames.shape
+        lab = rgb_to_lab(frames)  # [T, H, W, 3]
+        min_area = max(4, int(round(self.min_area_frac * H * W)))
+        max_area = int(self.max_area_frac * H * W)
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
+
+        # Motion: a static camera sees moving objects as departures from the per-pixel median.
+        motion = np.zeros((T, H, W), bool)
+        if T >= 3:
+            bg = np.median(lab, axis=0)  # [H, W, 3]
+            motion = np.linalg.norm(lab - bg[None], axis=-1) > self.motion_threshold
+
+        colored = [(str(o.get("name", f"object{i}")), np.asarray(o["color"], np.uint8))
+                   for i, o in enumerate(objects) if o.get("color") is not None]
+        obj_labs = [(n, rgb_to_lab(c.reshape(1, 1, 3))[0, 0]) for n, c in colored]
+
+        if T >= 3 and obj_labs:
+            # Ghosts: where an object rests for most of the video the median background holds the
+            # object itself, so its absence there looks like motion. Drop those pixels.
+            ghost = np.zeros((H, W), bool)
+            for _, c in obj_labs:
+                ghost |= np.linalg.norm(bg - c, axis=-1) < self.color_threshold
+            motion &= ~ghost[None]
+
+        labels = np.zeros((T, H, W), np.int32)
+        names: list[dict[int, str]] = []
+        for t in range(T):
+            taken = np.zeros((H, W), bool)
+            inst: list[tuple[np.ndarray, str]] = []
+            # Colour prompts first: they name the instance and survive when the object is at rest.
+            for name, c in obj_labs:
+                m = np.linalg.norm(lab[t] - c, axis=-1) < self.color_threshold
+                m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
+                for comp in _components(m, min_area, max_area):
+                    inst.append((comp, name))
+                    taken |= comp
+            rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
+            rest = cv2.morphologyEx(rest.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
+            for comp in _components(rest, min_area, max_area):
+                inst.append((comp, ""))
+            lt, nt = _paint((H, W), inst, self.max_objects)
+            labels[t] = lt
+            names.append(nt)
+        return Segmentation(labels=labels, names=names, backend=self.name)
+
+
+# ------------------------------------------------------------------------- SAM
+
+# Architectures of the public checkpoints (segment-anything's build_sam_vit_*).
+SAM_VARIANTS: dict[str, dict[str, Any]] = {
+    "vit_b": {"encoder_embed_dim": 768, "encoder_depth": 12, "encoder_num_heads": 12, "encoder_global_attn_indexes": [2, 5, 8, 11]},
+    "vit_l": {"encoder_embed_dim": 1024, "encoder_depth": 24, "encoder_num_heads": 16, "encoder_global_attn_indexes": [5, 11, 17, 23]},
+    "vit_h": {"encoder_embed_dim": 1280, "encoder_depth": 32, "encoder_num_heads": 16, "encoder_global_attn_indexes": [7, 15, 23, 31]},
+}
+
+
+def build_sam_from_config(config: Mapping[str, Any]) -> Any:
+    """Build an (uninitialised) ``segment_anything.modeling.Sam`` from an architecture config.
+
+    Config keys: ``encoder_embed_dim``, ``encoder_depth``, ``encoder_num_heads``,
+    ``encoder_global_attn_indexes``, optional ``image_size`` (1024), ``prompt_embed_dim`` (256),
+    ``vit_patch_size`` (16), ``window_size`` (14), ``out_chans`` (= prompt_embed_dim),
+    ``decoder_depth`` (2), ``decoder_mlp_dim`` (2048), ``decoder_num_heads`` (8).
+    """
+    from functools import partial
+
+    import torch
+    from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+
+    image_size = int(config.get("image_size", 1024))
+    prompt_dim = int(config.get("prompt_embed_dim", 256))
+    patch = int(config.get("vit_patch_size", 16))
+    emb = image_size // patch
+    return Sam(
+        image_encoder=ImageEncoderViT(
+            depth=int(config["encoder_depth"]),
+            embed_dim=int(config["encoder_embed_dim"]),
+            img_size=image_size,
+            mlp_ratio=4,
+            norm_layer=partial(torch.nn.LayerNorm, eps=1e-6),
+            num_heads=int(config["encoder_num_heads"]),
+            patch_size=patch,
+            qkv_bias=True,
+            use_rel_pos=True,
+            global_attn_indexes=tuple(config["encoder_global_attn_indexes"]),
+            window_size=int(config.get("window_size", 14)),
+            out_chans=int(config.get("out_chans", prompt_dim)),
+        ),
+        prompt_encoder=PromptEncoder(
+            embed_dim=prompt_dim,
+            image_embedding_size=(emb, emb),
+            input_image_size=(image_size, image_size),
+            mask_in_chans=16,
+        ),
+        mask_decoder=MaskDecoder(
+            num_multimask_outputs=3,
+            transformer=TwoWayTransformer(
+                depth=int(config.get("decoder_depth", 2)),
+                embedding_dim=prompt_dim,
+                mlp_dim=int(config.get("decoder_mlp_dim", 2048)),
+                num_heads=int(config.get("decoder_num_heads", 8)),
+            ),
+            transformer_dim=prompt_dim,
+            iou_head_depth=3,
+            iou_head_hidden_dim=256,
+        ),
+        pixel_mean=[123.675, 116.28, 103.53],
+        pixel_std=[58.395, 57.12, 57.375],
+    )
+
+
+def _load_state_dict(path: Path) -> dict[str, Any]:
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return dict(load_file(str(path)))
+    import torch
+
+    # weights_only: a checkpoint is data, never code.
+    obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    if isinstance(obj, Mapping) and "model" in obj and isinstance(obj["model"], Mapping):
+        obj = obj["model"]
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{path}: expected a state dict, got {type(obj).__name__}")
+    return dict(obj)
+
+
+def infer_sam_config(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Architecture of a SAM state dict, read entirely from tensor shapes.
+
+    Widths, depths and image size come from the patch embedding, block count and positional
+    embedding; the head width from the relative-position tables (``[2·size - 1, head_dim]``);
+    global-attention blocks are those whose table spans the whole grid instead of a window.
+    The public vit_b / vit_l / vit_h checkpoints come out as in segment-anything's builders.
+    """
+    pe = state["image_encoder.patch_embed.proj.weight"]  # [embed, 3, p, p]
+    embed = int(pe.shape[0])
+    patch = int(pe.shape[-1])
+    depth = 1 + max(int(k.split(".")[2]) for k in state if k.startswith("image_encoder.blocks."))
+    grid = int(state["image_encoder.pos_embed"].shape[1])  # [1, grid, grid, embed]
+    rel = [state[f"image_encoder.blocks.{i}.attn.rel_pos_h"] for i in range(depth)]  # [2*size-1, head_dim]
+    head_dim = int(rel[0].shape[1])
+    global_idx = [i for i, r in enumerate(rel) if int(r.shape[0]) == 2 * grid - 1]
+    windowed = [int(r.shape[0]) for i, r in enumerate(rel) if i not in global_idx]
+    return {
+        "encoder_embed_dim": embed,
+        "encoder_depth": depth,
+        "encoder_num_heads": embed // head_dim,
+        "encoder_global_attn_indexes": global_idx,
+        "window_size": (windowed[0] + 1) // 2 if windowed else 14,
+        "image_size": grid * patch,
+        "vit_patch_size": patch,
+        "prompt_embed_dim": int(state["prompt_encoder.no_mask_embed.weight"].shape[1]),
+        "out_chans": int(state["image_encoder.neck.0.weight"].shape[0]),
+        "decoder_depth": 1 + max(int(k.split(".")[3]) for k in state if k.startswith("mask_decoder.transformer.layers.")),
+        "decoder_mlp_dim": int(state["mask_decoder.transformer.layers.0.mlp.lin1.weight"].shape[0]),
+    }
+
+
+def sam_variant(config: Mapping[str, Any]) -> str | None:
+    """``vit_b`` / ``vit_l`` / ``vit_h`` when ``config`` is a public architecture, else ``None``."""
+    for v, c in SAM_VARIANTS.items():
+        if all(config.get(k) == (list(x) if isinstance(x, (list, tuple)) else x) for k, x in c.items()):
+            return v
+    return None
+
+
+def load_sam(checkpoint: str | Path, variant: str | None = None, device: str = "cpu") -> Any:
+    """Load a SAM model from a local checkpoint (``.pth`` state dict or ``.safetensors``).
+
+    The architecture is read from the state dict's shapes (:func:`infer_sam_config`), so the
+    public ``sam_vit_b_01ec64.pth`` / vit_l / vit_h files and smaller models built from the same
+    classes load through one path; ``variant`` (optional) asserts which public model it must be.
+    Loading is strict: a mismatched checkpoint raises.
+    """
+    path = Path(checkpoint).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"SAM checkpoint {path} not found; download sam_vit_b_01ec64.pth (or vit_l/vit_h) and pass "
+            "--option physics.segmenter=sam:/path/to/sam_vit_b_01ec64.pth"
+        )
+    state = _load_state_dict(path)
+    try:
+        cfg = infer_sam_config(state)
+    except KeyError as e:
+        raise ValueError(f"{path}: not a segment-anything state dict (missing {e}); pass a SAM checkpoint") from e
+    if variant is not None and sam_variant(cfg) != variant:
+        raise ValueError(f"{path}: expected a {variant} checkpoint, found {sam_variant(cfg) or 'a custom SAM'} ({cfg})")
+    model = build_sam_from_config(cfg)
+    model.load_state_dict(state, strict=True)
+    model.eval().to(device)
+    return model
+
+
+class SAMSegmenter(Segmenter):
+    """segment-anything from a local checkpoint.
+
+    Args:
+        arg: the checkpoint path (registry spec ``sam:PATH``).
+        checkpoint: same, as a keyword.
+        variant: force ``vit_b``/``vit_l``/``vit_h`` (default: inferred).
+        mode: ``prompt`` (boxes/points from the case objects; falls back to ``auto`` without them)
+            or ``auto`` (automatic mask generation on every frame).
+        points_per_side: grid density of automatic masks.
+        min_area_frac / max_area_frac / max_objects: as :class:`OpenCVSegmenter`.
+        device: ``cpu`` or ``cuda``.
+    """
+
+    name = "sam"
+
+    def __init__(
+        self,
+        arg: str | None = None,
+        *,
+        checkpoint: str | None = None,
+        variant: str | None = None,
+        mode: str = "prompt",
+        points_per_side: int = 16,
+        min_area_frac: float = 0.005,
+        max_area_frac: float = 0.3,
+        max_objects: int = 4,
+        device: str = "cpu",
+        **_: Any,
+    ) -> None:
+        ckpt = checkpoint or arg
+        if not ckpt:
+            raise ValueError("SAMSegmenter needs a checkpoint: use the spec 'sam:/path/to/sam_vit_b_01ec64.pth'")
+        if mode not in ("prompt", "auto"):
+            raise ValueError(f"SAMSegmenter mode must be 'prompt' or 'auto', got {mode!r}")
+        self.checkpoint = str(ckpt)
+        self.mode = mode
+        self.points_per_side = int(points_per_side)
+        self.min_area_frac = float(min_area_frac)
+        self.max_area_frac = float(max_area_frac)
+        self.max_objects = int(max_objects)
+        self.device = device
+        self.model = load_sam(self.checkpoint, variant, device)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "checkpoint": self.checkpoint, "mode": self.mode, "max_objects": self.max_objects}
+
+    def segment(self, frames: np.ndarray, objects: Sequence[Mapping[str, Any]] = ()) -> Segmentation:
+        _check_frames(frames)
+        prompted = [o for o in objects if o.get("box") is not None or o.get("point") is not None]
+        if self.mode == "prompt" and prompted:
+            return self._segment_prompted(frames, prompted)
+        return self._segment_auto(frames)
+
+    def _segment_prompted(self, frames: np.ndarray, objects: Sequence[Mapping[str, Any]]) -> Segmentation:
+        import torch
+        from segment_anything import SamPredictor
+
+        T, H, W, _ = frames.shape
+        min_area = max(4, int(self.min_area_frac * H * W))
+        predictor = SamPredictor(self.model)
+        boxes: list[np.ndarray | None] = [np.asarray(o["box"], np.float32) if o.get("box") is not None else None for o in objects]
+        points: list[np.ndarray | None] = [np.asarray(o["point"], np.float32) if o.get("point") is not None else None for o in objects]
+        labels = np.zeros((T, H, W), np.int32)
+        names: list[dict[int, str]] = []
+        with torch.inference_mode():
+            for t in range(T):
+                predictor.set_image(frames[t])
+                inst: list[tuple[np.ndarray, str]] = []
+                for i, o in enumerate(objects):
+                    kw: dict[str, Any] = {"multimask_output": False}
+                    if boxes[i] is not None:
+                        kw["box"] = boxes[i]
+                    if points[i] is not None:
+                        kw["point_coords"] = points[i].reshape(1, 2)
+                        kw["point_labels"] = np.ones(1, np.int64)
+                    masks, _, _ = predictor.predict(**kw)
+                    m = masks[0].astype(bool)
+                    if m.sum() < min_area or m.sum() > self.max_area_frac * H * W:
+                        continue  # lost (occluded / out of view): keep the last prompt
+                    inst.append((m, str(o.get("name", f"object{i}"))))
+                    # Re-prompt the next frame with this frame's mask box (tracking by prompting).
+                    ys, xs = np.nonzero(m)
+                    pad = 0.1 * max(xs.ptp() + 1, ys.ptp() + 1)
+                    boxes[i] = np.array([xs.min() - pad, ys.min() - pad, xs.max() + pad, ys.max() + pad], np.float32)
+                    points[i] = np.array([xs.mean(), ys.mean()], np.float32) if points[i] is not None else None
+                lt, nt = _paint((H, W), inst, self.max_objects)
+                labels[t] = lt
+                names.append(nt)
+        return Segmentation(labels=labels, names=names, backend=self.name)
+
+    def _segment_auto(self, frames: np.ndarray) -> Segmentation:
+        import torch
+        from segment_anything import SamAutomaticMaskGenerator
+
+        T, H, W, _ = frames.shape
+        gen = SamAutomaticMaskGenerator(self.model, points_per_side=self.points_per_side, pred_iou_thresh=0.0,
+                                        stability_score_thresh=0.0, min_mask_region_area=0)
+        labels = np.zeros((T, H, W), np.int32)
+        names: list[dict[int, str]] = []
+        with torch.inference_mode():
+            for t in range(T):
+                inst = [(m["segmentation"].astype(bool), "") for m in gen.generate(frames[t])
+                        if self.min_area_frac * H * W <= m["area"] <= self.max_area_frac * H * W]
+                lt, nt = _paint((H, W), inst, self.max_objects)
+                labels[t] = lt
+                names.append(nt)
+        return Segmentation(labels=labels, names=names, backend=self.name)
+
+
+def build_segmenter(spec: str | None, **options: Any) -> Segmenter:
+    """Resolve a segmenter spec (``opencv``, ``sam:PATH``) through the SEGMENTERS registry."""
+    from worldolympiad.registries import SEGMENTERS, parse_spec
+
+    prefix, arg = parse_spec(spec or "opencv")
+    seg: Segmenter = SEGMENTERS.get(prefix)(arg, **options)
+    return seg

@@ -1,0 +1,274 @@
+"""The physical track: segmentation → tracking → model-free checks (+ MLLM judge) → rule verdicts.
+
+Pipeline for one (video, case):
+
+1. Object hints: the case's ``physics.objects`` (name, colour, box); when they carry no
+   colour, the moving objects of the reference video (motion segmentation) lend theirs.
+2. Segment and track the generated video and the reference with the same hints.
+3. Applicable rules: the case's ``physics.rules``; else the judge's stage-1 answers on the
+   reference; else the rules whose phenomenon the model-free detectors find in the
+   reference (gravity, impact, combustibility, color_mixing).
+4. Per rule: its model-free checks (``rules.yaml``), then the judge's stage-2 compliance
+   verdict, combined by :func:`tracks.physics.scoring.decide`.
+5. Metrics from :func:`tracks.physics.scoring.summarize`; evidence JSON and a set-of-mark
+   contact sheet in ``ctx.work_dir``.
+
+Options (``ctx.option``): ``physics.segmenter`` (``opencv`` | ``sam:/ckpt.pth``),
+``physics.judge_samples`` (k = 3), ``physics.judge_frames`` (8), ``physics.max_frames``
+(128, the protocol's cap), ``physics.max_objects`` (4).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.types import Case, MetricValue, Video, jsonable
+
+logger = logging.getLogger(__name__)
+
+SPEC_PATH = Path(__file__).with_name("track.yaml")
+#: rules the model-free detectors can find on their own in a reference video.
+AUTO_RULES = ("gravity", "impact", "combustibility", "color_mixing")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    description: str
+    higher_is_better: bool
+    bounds: tuple[float, float]
+    version: str
+
+
+@lru_cache(maxsize=1)
+def load_spec() -> tuple[str, dict[str, MetricSpec], dict[str, float]]:
+    """(version, metric specs, score weights) from ``track.yaml``."""
+    import yaml
+
+    d = yaml.safe_load(SPEC_PATH.read_text())
+    metrics = {m["name"]: MetricSpec(m["name"], m.get("description", ""), bool(m.get("higher_is_better", True)),
+                                     (float(m["bounds"][0]), float(m["bounds"][1])), str(m.get("version", "1")))
+               for m in d["metrics"]}
+    return str(d["version"]), metrics, {k: float(v) for k, v in (d.get("score") or {}).get("weights", {}).items()}
+
+
+def _metric(name: str, raw: float | None, reason: str, details: dict[str, Any] | None = None) -> MetricValue:
+    spec = load_spec()[1][name]
+    if raw is None:
+        return MetricValue.not_applicable(name, reason, version=spec.version, higher_is_better=spec.higher_is_better)
+    lo, hi = spec.bounds
+    norm = float(np.clip((raw - lo) / (hi - lo), 0.0, 1.0))
+    if not spec.higher_is_better:
+        norm = 1.0 - norm
+    return MetricValue(name, float(raw), norm, spec.higher_is_better, spec.version, details or {})
+
+
+@dataclass
+class Analysis:
+    """Segmentation + tracks of one video."""
+
+    frames: np.ndarray
+    fps: float
+    seg: Any
+    tracks: list[Any]
+
+
+def _cap_frames(video: Video, max_frames: int) -> tuple[np.ndarray, float]:
+    T = video.num_frames
+    if T <= max_frames:
+        return video.frames, video.fps
+    idx = np.unique(np.linspace(0, T - 1, max_frames).round().astype(int))
+    return video.frames[idx], video.fps * len(idx) / T
+
+
+def analyse(frames: np.ndarray, fps: float, segmenter: Any, hints: list[dict[str, Any]]) -> Analysis:
+    """Segment and track one video."""
+    from tracks.physics.tracking import track_objects
+
+    seg = segmenter.segment(frames, hints)
+    return Analysis(frames, fps, seg, track_objects(frames, seg))
+
+
+def object_hints(case: Case, ref: Analysis | None, ref_frames: np.ndarray | None, segmenter: Any) -> list[dict[str, Any]]:
+    """Case objects, with colours learned from the reference's moving objects when missing."""
+    hints = [dict(o) for o in (case.physics.objects if case.physics else ())]
+    if any(h.get("color") is not None for h in hints) or ref_frames is None:
+        return hints
+    from tracks.physics.segmentation import OpenCVSegmenter
+    from tracks.physics.tracking import track_objects
+
+    # Motion-only pass over the reference: its moving objects' mean colours become hints.
+    seg = OpenCVSegmenter(max_objects=getattr(segmenter, "max_objects", 4)).segment(ref_frames, ())
+    tracks = [t for t in track_objects(ref_frames, seg) if t.visible.sum() >= max(3, len(ref_frames) // 4)]
+    tracks.sort(key=lambda t: -t.displacement)
+    learned = []
+    for k, tr in enumerate(tracks[: getattr(segmenter, "max_objects", 4)]):
+        name = hints[k]["name"] if k < len(hints) and hints[k].get("name") else f"object{k + 1}"
+        learned.append({"name": name, "color": [int(round(c)) for c in tr.mean_color]})
+    return learned or hints
+
+
+class PhysicsTrack(Track):
+    """Mechanics, thermal and material rules; see the module docstring for the pipeline."""
+
+    name: ClassVar[str] = "physics"
+    version: ClassVar[str] = load_spec()[0]
+
+    def applicability(self, case: Case) -> str | None:
+        why = super().applicability(case)
+        if why:
+            return why
+        if not (case.physics and (case.physics.rules or case.physics.objects)) and not case.reference and "generator" not in case.metadata:
+            return (f"case {case.id!r} has no physics section (rules/objects) and no reference video; "
+                    "the physical track needs one of them to know which rules apply")
+        return None
+
+    def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
+        from tracks.physics import judge_protocol as jp
+        from tracks.physics.checks import CheckInput, run_check
+        from tracks.physics.rules import get_rule, load_rules
+        from tracks.physics.scoring import RuleVerdict, decide, summarize
+        from tracks.physics.segmentation import build_segmenter
+
+        errors: list[str] = []
+        max_frames = int(ctx.option("physics.max_frames", 128))
+        samples = int(ctx.option("physics.judge_samples", 3))
+        n_judge_frames = int(ctx.option("physics.judge_frames", 8))
+        seg_spec = str(ctx.option("physics.segmenter", "opencv"))
+        segmenter = build_segmenter(seg_spec, device=ctx.device, max_objects=int(ctx.option("physics.max_objects", 4)))
+
+        ref_video = ctx.reference()
+        frames, fps = _cap_frames(video, max_frames)
+        ref_frames, ref_fps = _cap_frames(ref_video, max_frames) if ref_video is not None else (None, None)
+
+        with ctx.timed("segmentation"):
+            hints = object_hints(case, None, ref_frames, segmenter)
+            gen = analyse(frames, fps, segmenter, hints)
+            ref = analyse(ref_frames, ref_fps, segmenter, hints) if ref_frames is not None else None
+
+        judge = ctx.judge()
+        rules_all = load_rules()
+        declared = [r for r in (case.physics.rules if case.physics else ()) if r in rules_all]
+        unknown = [r for r in (case.physics.rules if case.physics else ()) if r not in rules_all]
+        if unknown:
+            errors.append(f"unknown rule ids in case physics.rules ignored: {unknown}")
+
+        def check_input(rule: str) -> CheckInput:
+            return CheckInput(gen.tracks, gen.frames, gen.fps, rule,
+                              ref.tracks if ref else None, ref.frames if ref else None, ref.fps if ref else None)
+
+        # ---- stage 1: which rules apply
+        applicability: dict[str, str] = {}
+        stage1: dict[str, Any] = {}
+        if declared:
+            applicability = dict.fromkeys(declared, "case")
+        elif judge is not None and ref is not None:
+            with ctx.timed("judge"):
+                marks = jp.marked_frames(ref.frames, ref.seg, ref.tracks, n_judge_frames)
+                for rid, rule in rules_all.items():
+                    v = jp.ask(judge, jp.applicability_prompt(rule, case.prompt, ref.tracks), marks,
+                               ("related", "confidence"), "related", samples)
+                    stage1[rid] = v.to_dict()
+                    if v.value:
+                        applicability[rid] = "judge"
+        elif ref is not None:
+            with ctx.timed("checks"):
+                for rid in AUTO_RULES:
+                    rule = rules_all[rid]
+                    inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, ref.tracks, ref.frames, ref.fps)
+                    if run_check(rule.checks[0], inp).status == "pass":
+                        applicability[rid] = "checks"
+
+        # ---- stage 2: evidence per applicable rule
+        verdicts: list[RuleVerdict] = []
+        cache: dict[tuple[str, str], Any] = {}
+        gen_marks = None
+        for rid, source in applicability.items():
+            rule = get_rule(rid)
+            v = RuleVerdict(rule, source)
+            with ctx.timed("checks"):
+                for cname in rule.checks:
+                    key = (cname, rid if cname in ("phase_change", "mixing") else "")
+                    if key not in cache:
+                        try:
+                            cache[key] = run_check(cname, check_input(rid))
+                        except Exception as e:  # one broken check must not sink the case
+                            logger.exception("check %s failed on case %s", cname, case.id)
+                            errors.append(f"check {cname} ({rid}): {type(e).__name__}: {e}")
+                            continue
+                    v.checks.append(cache[key])
+            if judge is not None:
+                with ctx.timed("judge"):
+                    if gen_marks is None:
+                        gen_marks = jp.marked_frames(gen.frames, gen.seg, gen.tracks, n_judge_frames)
+                    v.judge = jp.ask(judge, jp.compliance_prompt(rule, case.prompt, gen.tracks), gen_marks,
+                                     ("compliant", "confidence", "explanation"), "compliant", samples)
+                    if v.judge.error:
+                        errors.append(f"judge ({rid}): {v.judge.error}")
+            verdicts.append(decide(v, samples))
+
+        summary = summarize(verdicts)
+        evidence_mode = "model-free checks + MLLM judge" if judge is not None else "model-free checks only (no judge configured)"
+        no_rules = "no applicable rule (none declared, none detected)" if not verdicts else None
+        details = {"rules": [v.to_dict() for v in verdicts]}
+        metrics = [
+            _metric("rule_pass_rate", summary["pass_rate"], no_rules or "no applicable rule got a verdict",
+                    {**details, "evidence": evidence_mode}),
+            _metric("kinematic_compliance", summary["kinematic_compliance"],
+                    no_rules or "no model-free check applied to the applicable rules"),
+            _metric("judge_compliance", summary["judge_compliance"],
+                    "no judge configured (--judge none): model-free checks only" if judge is None else
+                    (no_rules or "the judge gave no usable verdict")),
+        ]
+        for d in ("mechanics", "thermal", "material"):
+            metrics.append(_metric(f"pass_rate_{d}", summary[f"pass_rate_{d}"], f"no applicable {d} rule got a verdict"))
+        metrics.append(_metric("rule_coverage", summary["coverage"], no_rules or "no applicable rule"))
+
+        coverage = {
+            "evidence": evidence_mode,
+            "applicable_rules": list(applicability),
+            "applicability_source": applicability,
+            "judged_rules": summary["judged"],
+            "rule_coverage": summary["coverage"],
+            "decided_by": summary["decided_by"],
+            "segmenter": segmenter.describe(),
+            "judge": judge.describe() if judge is not None else None,
+            "reference": ref is not None,
+        }
+        artifacts = self._write_artifacts(ctx, gen, verdicts, stage1, coverage, n_judge_frames)
+        _, _, weights = load_spec()
+        return TrackOutput(metrics, mean_normalized(metrics, weights), coverage, artifacts, errors)
+
+    @staticmethod
+    def _write_artifacts(ctx: EvalContext, gen: Analysis, verdicts: list[Any], stage1: dict[str, Any],
+                         coverage: dict[str, Any], n: int) -> dict[str, str]:
+        from tracks.physics.judge_protocol import marked_frames
+
+        out: dict[str, str] = {}
+        try:
+            ctx.work_dir.mkdir(parents=True, exist_ok=True)
+            ev = ctx.work_dir / "physics_evidence.json"
+            ev.write_text(json.dumps(jsonable({
+                "coverage": coverage,
+                "stage1": stage1,
+                "rules": [v.to_dict() for v in verdicts],
+                "tracks": [t.summary() for t in gen.tracks],
+            }), indent=1))
+            out["physics_evidence"] = str(ev)
+            from PIL import Image
+
+            sheet = np.concatenate(marked_frames(gen.frames, gen.seg, gen.tracks, n), axis=1)
+            p = ctx.work_dir / "physics_marks.png"
+            Image.fromarray(sheet).save(p)
+            out["physics_marks"] = str(p)
+        except OSError as e:
+            logger.warning("could not write physics artifacts to %s: %s", ctx.work_dir, e)
+        return out

@@ -1,0 +1,274 @@
+"""Link per-frame masks into object tracks (IoU + motion + colour, Hungarian matching).
+
+Each :class:`ObjectTrack` holds, per frame: presence, centroid, area, bbox, mean colour
+and a *state*:
+
+* ``visible`` — matched to a mask this frame;
+* ``occluded`` — not matched, but its predicted box is covered by another object's mask
+  (something in front of it);
+* ``exited`` — not matched, and its predicted box lies (mostly) outside the frame or it
+  was last seen touching the border;
+* ``missing`` — not matched and nothing explains why: the object vanished;
+* ``absent`` — before its first or after its last sighting when that is explained
+  (the track has not started yet / it left).
+
+Occlusion vs disappearance is what the permanence check counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracks.physics.segmentation import Segmentation
+
+VISIBLE, OCCLUDED, EXITED, MISSING, ABSENT = "visible", "occluded", "exited", "missing", "absent"
+
+
+@dataclass
+class ObjectTrack:
+    """One object through the video. Arrays are per frame; ``nan`` where not visible."""
+
+    id: int
+    name: str
+    centroid: np.ndarray  # float [T, 2] (x, y) pixels
+    area: np.ndarray  # float [T] pixels
+    bbox: np.ndarray  # float [T, 4] x0, y0, x1, y1
+    color: np.ndarray  # float [T, 3] mean RGB
+    state: list[str]  # [T]
+    touching: np.ndarray  # bool [T]: mask touches the border or another mask (partial view)
+    appeared: bool = False  # first seen after frame 0, not from the border nor from behind something
+    frame_size: tuple[int, int] = (0, 0)  # (H, W)
+
+    @property
+    def at_border(self) -> np.ndarray:
+        """``bool [T]``: the mask touches the image border (the object is cut off)."""
+        H, W = self.frame_size
+        b = np.nan_to_num(self.bbox, nan=-1.0)
+        return self.visible & ((b[:, 0] <= 0) | (b[:, 1] <= 0) | (b[:, 2] >= W) | (b[:, 3] >= H))
+
+    @property
+    def visible(self) -> np.ndarray:
+        return np.array([s == VISIBLE for s in self.state])
+
+    @property
+    def first(self) -> int:
+        return int(np.argmax(self.visible))
+
+    @property
+    def last(self) -> int:
+        v = self.visible
+        return int(len(v) - 1 - np.argmax(v[::-1]))
+
+    def count(self, state: str) -> int:
+        return sum(1 for s in self.state if s == state)
+
+    @property
+    def displacement(self) -> float:
+        """Path length of the centroid over visible frames (pixels)."""
+        c = self.centroid[self.visible]
+        return float(np.linalg.norm(np.diff(c, axis=0), axis=1).sum()) if len(c) > 1 else 0.0
+
+    @property
+    def mean_color(self) -> np.ndarray:
+        return np.nanmean(self.color[self.visible], axis=0) if self.visible.any() else np.full(3, np.nan)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "visible": int(self.visible.sum()),
+            "occluded": self.count(OCCLUDED),
+            "exited": self.count(EXITED),
+            "missing": self.count(MISSING),
+            "appeared": self.appeared,
+            "first": self.first,
+            "last": self.last,
+        }
+
+
+@dataclass
+class _Det:
+    label: int
+    name: str
+    mask: np.ndarray
+    centroid: np.ndarray
+    area: float
+    bbox: np.ndarray
+    color: np.ndarray
+    touching: bool
+
+
+@dataclass
+class _Live:
+    tid: int
+    name: str
+    last_t: int
+    last: _Det
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    rows: dict[int, _Det] = field(default_factory=dict)
+
+
+def _detections(frame: np.ndarray, labels: np.ndarray, names: dict[int, str]) -> list[_Det]:
+    H, W = labels.shape
+    dets = []
+    for k in np.unique(labels):
+        if k == 0:
+            continue
+        m = labels == k
+        ys, xs = np.nonzero(m)
+        bbox = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], float)
+        ring = _dilate(m) & ~m
+        touching = bool(bbox[0] <= 0 or bbox[1] <= 0 or bbox[2] >= W or bbox[3] >= H or (labels[ring] > 0).any())
+        dets.append(_Det(int(k), names.get(int(k), ""), m, np.array([xs.mean(), ys.mean()]), float(m.sum()), bbox,
+                         frame[m].reshape(-1, 3).mean(0).astype(float), touching))
+    return dets
+
+
+def _dilate(m: np.ndarray) -> np.ndarray:
+    import cv2
+
+    return cv2.dilate(m.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+
+
+def _box_iou(a: np.ndarray, b: np.ndarray) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def track_objects(
+    frames: np.ndarray,
+    seg: Segmentation,
+    *,
+    max_gap: int | None = None,
+    gate_frac: float = 0.25,
+    color_gate: float = 60.0,
+) -> list[ObjectTrack]:
+    """Link ``seg``'s masks over ``frames`` into tracks.
+
+    Matching cost between a live track (its last mask shifted by its velocity) and a mask:
+    ``1 - IoU`` + centroid distance / gate + colour distance / colour_gate, with a name
+    mismatch forbidden; pairs beyond the gates are never matched. Hungarian assignment
+    (scipy) picks the cheapest one-to-one matching.
+
+    Args:
+        frames: ``uint8 [T, H, W, 3]``.
+        seg: the masks.
+        max_gap: frames a track may go unmatched and still be re-linked (default: whole video).
+        gate_frac: largest centroid jump (plus the predicted motion) as a fraction of the diagonal.
+        color_gate: largest mean-RGB distance for a match.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    T, H, W, _ = frames.shape
+    diag = float(np.hypot(H, W))
+    max_gap = T if max_gap is None else max_gap
+    live: list[_Live] = []
+    finished: list[_Live] = []
+    next_id = 1
+    all_dets: list[list[_Det]] = []
+    for t in range(T):
+        dets = _detections(frames[t], seg.labels[t], seg.names[t] if t < len(seg.names) else {})
+        all_dets.append(dets)
+        cands = [lv for lv in live if t - lv.last_t <= max_gap]
+        cost = np.full((len(cands), len(dets)), 1e6)
+        for i, lv in enumerate(cands):
+            gap = t - lv.last_t
+            pred_shift = lv.velocity * gap
+            pred_c = lv.last.centroid + pred_shift
+            pred_box = lv.last.bbox + np.r_[pred_shift, pred_shift]
+            gate = gate_frac * diag * (1 + 0.25 * (gap - 1)) + 0.5 * float(np.linalg.norm(pred_shift))
+            for j, d in enumerate(dets):
+                if lv.name and d.name and lv.name != d.name:
+                    continue
+                dist = float(np.linalg.norm(d.centroid - pred_c))
+                cdist = float(np.linalg.norm(d.color - lv.last.color))
+                if dist > gate or cdist > color_gate:
+                    continue
+                iou = _box_iou(pred_box, d.bbox)
+                cost[i, j] = (1 - iou) + dist / gate + cdist / color_gate
+        matched_dets: set[int] = set()
+        if cost.size:
+            rows, cols = linear_sum_assignment(cost)
+            for i, j in zip(rows, cols, strict=True):
+                if cost[i, j] >= 1e6:
+                    continue
+                lv, d = cands[i], dets[j]
+                gap = t - lv.last_t
+                lv.velocity = (d.centroid - lv.last.centroid) / gap
+                lv.last, lv.last_t = d, t
+                lv.name = lv.name or d.name
+                lv.rows[t] = d
+                matched_dets.add(j)
+        for j, d in enumerate(dets):
+            if j not in matched_dets:
+                nl = _Live(next_id, d.name, t, d, rows={t: d})
+                next_id += 1
+                live.append(nl)
+        for lv in [lv for lv in live if t - lv.last_t > max_gap]:
+            live.remove(lv)
+            finished.append(lv)
+    finished.extend(live)
+    return [_finalize(lv, all_dets, T, H, W) for lv in sorted(finished, key=lambda lv: lv.tid)]
+
+
+def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> ObjectTrack:
+    cen = np.full((T, 2), np.nan)
+    area = np.full(T, np.nan)
+    bbox = np.full((T, 4), np.nan)
+    col = np.full((T, 3), np.nan)
+    touching = np.zeros(T, bool)
+    for t, d in lv.rows.items():
+        cen[t], area[t], bbox[t], col[t], touching[t] = d.centroid, d.area, d.bbox, d.color, d.touching
+    ts = sorted(lv.rows)
+    first, last = ts[0], ts[-1]
+    state = [ABSENT] * T
+    for t in ts:
+        state[t] = VISIBLE
+    # Explain each unmatched frame: occluded by a mask in front, out of view, or missing.
+    prev = first
+    for t in range(first + 1, T):
+        if t in lv.rows:
+            prev = t
+            continue
+        d_prev = lv.rows[prev]
+        nxt = next((u for u in ts if u > t), None)
+        if nxt is not None:  # interpolate the box across the gap
+            a = (t - prev) / (nxt - prev)
+            box = (1 - a) * d_prev.bbox + a * lv.rows[nxt].bbox
+        else:
+            box = d_prev.bbox
+        state[t] = _explain(box, d_prev, all_dets[t], H, W, after_last=t > last)
+    appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
+    return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W))
+
+
+def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int, after_last: bool) -> str:
+    x0, y0, x1, y1 = box
+    inside = max(0.0, min(x1, W) - max(x0, 0)) * max(0.0, min(y1, H) - max(y0, 0))
+    total = max(1e-6, (x1 - x0) * (y1 - y0))
+    at_border = last.bbox[0] <= 1 or last.bbox[1] <= 1 or last.bbox[2] >= W - 1 or last.bbox[3] >= H - 1
+    if inside / total < 0.5 or at_border:
+        return EXITED
+    if _behind_something(box, dets, None):
+        return OCCLUDED
+    return MISSING
+
+
+def _behind_something(box: np.ndarray, dets: list[_Det], me: _Det | None) -> bool:
+    """Whether most of ``box`` is covered by other masks (something in front of it)."""
+    x0, y0, x1, y1 = (int(round(v)) for v in box)
+    x0, y0 = max(x0, 0), max(y0, 0)
+    if x1 <= x0 or y1 <= y0:
+        return False
+    cover = 0
+    for d in dets:
+        if d is me:
+            continue
+        cover += int(d.mask[y0:y1, x0:x1].sum())
+    return cover >= 0.3 * (x1 - x0) * (y1 - y0)
