@@ -119,6 +119,8 @@ class BlockOutput:
             (forward time of batched steps is split evenly among the rows).
         prompt: prompt in effect.
         action: action in effect.
+        kv_blocks: KV blocks the session holds after committing this block (both pools).
+        kv_bytes: their bytes.
     """
 
     session_id: str
@@ -128,6 +130,8 @@ class BlockOutput:
     timings: dict[str, float]
     prompt: str = ""
     action: Any = None
+    kv_blocks: int = 0
+    kv_bytes: int = 0
 
 
 @dataclass
@@ -461,7 +465,9 @@ class Engine:
         s.timings["decode"] = time.perf_counter() - t0
         if s.first_frame_s is None:
             s.first_frame_s = time.perf_counter() - s.started
-        out = BlockOutput(s.id, s.blocks_done, frames, s.x[0].float().cpu(), dict(s.timings), s.prompt, s.action)
+        kv_blocks = self.kv.num_blocks(s.id)
+        out = BlockOutput(s.id, s.blocks_done, frames, s.x[0].float().cpu(), dict(s.timings), s.prompt, s.action,
+                          kv_blocks, kv_blocks * self.storage.bytes_per_block())
         s.outputs.append(out)
         s.blocks_done += 1
         s.slot.step = 0

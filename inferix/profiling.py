@@ -123,13 +123,11 @@ def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0,
     for out in engine.stream(prompt, num_blocks=num_blocks, seed=seed, action=action):
         _sync(cfg.device)
         now = time.perf_counter() - start
-        usage = engine.usage()
-        kv = usage["device_bytes_used"] + usage["host_bytes_used"]
+        kv = out.kv_bytes
         n = int(out.frames.shape[0])
         frames += n
         prof.blocks.append(BlockRecord(out.index, n, out.timings["denoise"], out.timings["cache_update"],
-                                       out.timings["decode"], now, kv,
-                                       usage["device_blocks_used"] + usage["host_blocks_used"]))
+                                       out.timings["decode"], now, kv, out.kv_blocks))
         if prof.time_to_first_frame_s is None:
             prof.time_to_first_frame_s = now
         prof.kv_bytes_peak = max(prof.kv_bytes_peak, kv)

@@ -1,0 +1,264 @@
+"""``inferix`` command line: generate | stream | serve | profile | bench.
+
+Examples::
+
+    inferix generate --model tiny --prompt "a red ball rolls" --seconds 60 --out ball.mp4
+    inferix generate --model tiny --actions actions.json --image first.png --seconds 10 --out x.mp4
+    inferix stream --model tiny --prompt "a maze" --out live.mp4      # type 'action left' / 'prompt ...'
+    inferix serve --model tiny --port 8000                            # HTTP + WebSocket + /demo (Gradio)
+    inferix profile --model tiny --seconds 10 --out prof.json        # + prof.png
+    inferix bench --quick
+
+Actions file (JSON): a list with one entry per block (the last entry holds), each an action
+(``"forward"``, ``null``, ``{"name": ...}``) or ``{"action": ..., "prompt": ...}``; or
+``{"per_second": [...]}`` with one entry per second of video.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="tiny", help="named model (tiny) or a config name / local checkpoint")
+    p.add_argument("--prompt", default="", help="text prompt")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
+    p.add_argument("--policy", default="rolling:9",
+                   help="KV policy: full | rolling:W | sink:S:W (latent frames of past context), "
+                        "optionally @absolute|@reindex (default rolling:9)")
+    p.add_argument("--steps", type=int, default=None, help="use the first N denoising steps of the preset")
+    p.add_argument("--height", type=int, default=None, help="output height in pixels (default: the model's)")
+    p.add_argument("--width", type=int, default=None, help="output width in pixels")
+    p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
+    p.add_argument("--vae", default=None, help="local AutoencoderKLWan directory (non-tiny models)")
+    p.add_argument("--host-blocks", type=int, default=0, help="host (CPU) KV blocks for offloading cold blocks")
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from inferix.registry import load_model
+
+    options = {k: v for k, v in (("text_encoder", args.text_encoder), ("vae", args.vae)) if v}
+    return load_model(args.model, device=args.device, **options)
+
+
+def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions: int = 1, max_batch: int = 1) -> Any:
+    from inferix.engine import Engine, EngineConfig
+    from inferix.kv_cache import CachePolicy
+
+    latent_hw = loaded.latent_hw
+    if args.height or args.width:
+        ph, pw = loaded.pixel_hw()
+        latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw))
+    ts = loaded.timesteps[: args.steps] if args.steps else loaded.timesteps
+    cfg = EngineConfig(latent_hw=latent_hw, block_frames=loaded.block_frames, timesteps=tuple(ts),
+                       policy=CachePolicy.parse(args.policy), num_host_blocks=args.host_blocks,
+                       max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames, device=args.device)
+    return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
+
+
+def load_actions(path: str | Path, fps: float, frames_per_block: int) -> Any:
+    """Read an actions file into ``controls(block_index) -> (prompt | None, action)``."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"actions file {str(path)!r} is not valid JSON ({e.msg} at line {e.lineno}); "
+                         "see `inferix --help` for the format") from None
+    per_second = isinstance(data, dict)
+    entries = data.get("per_second") if per_second else data
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{path}: actions must be a non-empty JSON list (one entry per block) or "
+                         '{"per_second": [...]}')
+
+    def entry(i: int) -> tuple[str | None, Any]:
+        if per_second:
+            i = int(i * frames_per_block / fps)
+        e = entries[min(i, len(entries) - 1)]
+        if isinstance(e, dict) and ("action" in e or "prompt" in e):
+            return e.get("prompt"), e.get("action")
+        return None, e
+
+    return entry
+
+
+def _read_image(path: str) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    try:
+        return np.asarray(Image.open(path).convert("RGB"))
+    except (OSError, FileNotFoundError) as e:
+        raise SystemExit(f"--image {path!r}: cannot read it as an image ({e})") from None
+
+
+def cmd_generate(args: argparse.Namespace, interactive: bool = False) -> int:
+    from inferix.streaming.mp4 import Mp4Writer
+
+    loaded = _load(args)
+    total = math.ceil(args.seconds * loaded.fps) if args.seconds else None
+    num_blocks = loaded.blocks_for_seconds(args.seconds) if args.seconds else None
+    engine = _engine(args, loaded, max_frames=(num_blocks or 64) * loaded.block_frames + 8)
+    controls = load_actions(args.actions, loaded.fps, loaded.pixel_frames(1)) if args.actions else None
+    first_prompt, first_action = controls(0) if controls else (None, None)
+    live: queue.Queue[str] = queue.Queue()
+    if interactive:
+        threading.Thread(target=_read_stdin, args=(live,), daemon=True).start()
+        controls = _live_controls(live, loaded)
+    image = None
+    if args.image:
+        image = loaded.encode_image(_read_image(args.image), engine.config.latent_hw)
+    written = 0
+    kv_max = 0
+    t0 = time.perf_counter()
+    with Mp4Writer(args.out, loaded.fps) as writer:
+        for out in engine.stream(first_prompt or args.prompt, num_blocks=num_blocks, seed=args.seed,
+                                 action=first_action, controls=controls, image_latents=image):
+            frames = out.frames if total is None else out.frames[: total - written]
+            writer.write(frames)
+            written += len(frames)
+            kv_max = max(kv_max, engine.kv.usage()["device_blocks_used"])
+            if interactive:
+                print(json.dumps({"block": out.index, "frames": written, "prompt": out.prompt,
+                                  "action": out.action, "timings": out.timings}), flush=True)
+            if interactive and not live.empty() and live.queue[0] == "quit":
+                break
+    elapsed = time.perf_counter() - t0
+    print(json.dumps({"out": str(args.out), "frames": written, "seconds": written / loaded.fps,
+                      "fps": loaded.fps, "generation_fps": written / elapsed if elapsed else None,
+                      "kv_device_blocks_max": kv_max, "policy": args.policy}))
+    return 0
+
+
+def _read_stdin(q: queue.Queue[str]) -> None:
+    # EOF just ends the input: the stream goes on until --seconds or 'quit'
+    for line in sys.stdin:
+        q.put(line.strip())
+
+
+def _live_controls(q: queue.Queue[str], loaded: Any) -> Any:
+    """Controls fed by stdin lines: ``action NAME`` | ``prompt TEXT`` | ``quit``."""
+    state: dict[str, Any] = {"prompt": None, "action": None}
+
+    def controls(i: int) -> tuple[str | None, Any]:
+        while not q.empty() and q.queue[0] != "quit":
+            line = q.get()
+            cmd, _, rest = line.partition(" ")
+            if cmd == "action":
+                try:
+                    if loaded.action_encoder is not None:
+                        loaded.action_encoder(rest or None)
+                    state["action"] = rest or None
+                except ValueError as e:
+                    print(json.dumps({"error": str(e)}), flush=True)
+            elif cmd == "prompt":
+                state["prompt"] = rest
+            elif line:
+                print(json.dumps({"error": f"unknown command {line!r}: use 'action NAME', 'prompt TEXT' or 'quit'"}),
+                      flush=True)
+        return state["prompt"], state["action"]
+
+    return controls
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from inferix.profiling import profile_session
+
+    loaded = _load(args)
+    num_blocks = loaded.blocks_for_seconds(args.seconds)
+    engine = _engine(args, loaded, max_frames=num_blocks * loaded.block_frames + 8)
+    prof = profile_session(engine, args.prompt, num_blocks, seed=args.seed, model_name=args.model)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prof.to_json(out)
+    prof.plot(out.with_suffix(".png"))
+    print(json.dumps(prof.summary()))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from inferix.streaming.server import serve
+
+    loaded = _load(args)
+    engine = _engine(args, loaded, max_frames=256, max_sessions=args.max_sessions, max_batch=args.max_batch)
+    serve(engine, loaded, host=args.host, port=args.port, gradio=not args.no_gradio)
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from inferix.profiling import run_bench
+
+    results = run_bench(quick=args.quick, device=args.device)
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="inferix", description="Inferix: block-diffusion video generation engine")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="generate a video to an mp4 file")
+    _add_model_args(g)
+    g.add_argument("--seconds", type=float, required=True, help="video length")
+    g.add_argument("--out", required=True, help="output .mp4")
+    g.add_argument("--image", default=None, help="first-frame image (image-to-video)")
+    g.add_argument("--actions", default=None, help="JSON actions file (see inferix --help)")
+
+    s = sub.add_parser("stream", help="generate until stopped; read 'action X' / 'prompt Y' lines from stdin")
+    _add_model_args(s)
+    s.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until 'quit'/EOF)")
+    s.add_argument("--out", required=True, help="output .mp4 (written block by block)")
+    s.add_argument("--image", default=None)
+    s.add_argument("--actions", default=None)
+
+    v = sub.add_parser("serve", help="HTTP + WebSocket server with a Gradio demo page at /demo")
+    _add_model_args(v)
+    v.add_argument("--host", default="127.0.0.1")
+    v.add_argument("--port", type=int, default=8000)
+    v.add_argument("--max-sessions", type=int, default=4)
+    v.add_argument("--max-batch", type=int, default=4)
+    v.add_argument("--no-gradio", action="store_true", help="do not mount the Gradio demo")
+
+    p = sub.add_parser("profile", help="per-block timings, FPS, time to first frame, memory (JSON + PNG)")
+    _add_model_args(p)
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--out", default="inferix_profile.json")
+
+    b = sub.add_parser("bench", help="latency / cache / batching / FLOP-utilisation benchmarks")
+    b.add_argument("--quick", action="store_true", help="small sizes (seconds, not minutes)")
+    b.add_argument("--device", default="cpu")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "generate":
+            return cmd_generate(args)
+        if args.command == "stream":
+            return cmd_generate(args, interactive=True)
+        if args.command == "serve":
+            return cmd_serve(args)
+        if args.command == "profile":
+            return cmd_profile(args)
+        if args.command == "bench":
+            return cmd_bench(args)
+    except (ValueError, FileNotFoundError, KeyError) as e:
+        print(f"inferix {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
