@@ -56,6 +56,7 @@ __all__ = [
     "RopeApplier",
     "attend",
     "block_causal_mask",
+    "block_causal_mask_from_sizes",
     "rope_axis_dims",
 ]
 
@@ -263,6 +264,31 @@ def block_causal_mask(
     return allowed.repeat_interleave(tokens_per_frame, 0).repeat_interleave(tokens_per_frame, 1)
 
 
+def block_causal_mask_from_sizes(
+    block_sizes: list[int], tokens_per_frame: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Block-causal mask for blocks of different lengths (e.g. a 1-frame image prefix, then 3-frame blocks).
+
+    Args:
+        block_sizes: latent frames of each block, in order.
+        tokens_per_frame: tokens per latent frame.
+        device: where to build it.
+
+    Returns:
+        ``BoolTensor [L, L]`` with ``L = sum(block_sizes) * tokens_per_frame``; a token sees its own
+        block and every earlier one.
+    """
+    import torch
+
+    if not block_sizes or min(block_sizes) <= 0:
+        raise ValueError(f"block_sizes must be positive, got {block_sizes}")
+    block_of_frame = torch.repeat_interleave(
+        torch.arange(len(block_sizes), device=device), torch.tensor(block_sizes, device=device)
+    )
+    allowed = block_of_frame[None, :] <= block_of_frame[:, None]  # [F, F]
+    return allowed.repeat_interleave(tokens_per_frame, 0).repeat_interleave(tokens_per_frame, 1)
+
+
 @runtime_checkable
 class AttentionBackend(Protocol):
     """What the model calls for self-attention (see the module docstring)."""
@@ -334,10 +360,14 @@ class ContiguousKVCache:
     """
 
     def __init__(self) -> None:
-        self.commit: bool = False
+        self.commit: bool = False  # write this call's k/v after attending (the t = 0 clean pass)
         self._k: dict[int, torch.Tensor] = {}
         self._v: dict[int, torch.Tensor] = {}
         self._pos: dict[int, torch.Tensor] = {}
+
+    def set_commit(self, commit: bool) -> None:
+        """Whether the next calls append their k/v (see :attr:`commit`)."""
+        self.commit = bool(commit)
 
     def num_frames(self, layer_idx: int = 0) -> int:
         """Cached latent frames in ``layer_idx``."""
