@@ -11,10 +11,9 @@ from __future__ import annotations
 import importlib
 import logging
 
+from scenarios import SUBPACKAGES
 from worldolympiad.registries import GENERATORS, PERTURBATIONS
 from worldolympiad.registry import Registry
-
-from scenarios import SUBPACKAGES
 
 logger = logging.getLogger(__name__)
 

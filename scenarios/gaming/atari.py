@@ -14,10 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scenarios.gaming.vocab import atari_spec
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import Case, Video, even_chunks
-
-from scenarios.gaming.vocab import atari_spec
 
 logger = logging.getLogger(__name__)
 

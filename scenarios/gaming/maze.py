@@ -32,10 +32,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scenarios.gaming.vocab import maze_spec
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import CameraSpec, Case, Video, even_chunks
-
-from scenarios.gaming.vocab import maze_spec
 
 logger = logging.getLogger(__name__)
 

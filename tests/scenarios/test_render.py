@@ -48,10 +48,11 @@ def test_suite_json_validates_and_lists_every_case(rendered_out):
 
 
 def test_written_files_are_exactly_the_generator_render(rendered_out, suite_dir):
-    """Lossless video, conditioning PNG and mask/depth arrays equal a fresh render, byte for byte."""
+    """Lossless video, conditioning PNG and mask/depth arrays equal a fresh render, byte for byte —
+    and re-rendering from the written case file (JSON round trip, as the `reference` model does) too."""
     for case in build_suite(str(suite_dir)):
         written = Case.load(rendered_out / "cases" / f"{case.id}.json")
-        fresh = render.generator_for(case).render(case)
+        fresh = render.generator_for(written).render(written)
         video = read_video(written.resolve(written.reference))
         assert video.frames.shape == (case.num_frames, *case.resolution, 3)
         np.testing.assert_array_equal(video.frames, fresh.video.frames)

@@ -137,3 +137,17 @@ def test_same_seed_same_bytes(renders):
     assert r.video.frames.tobytes() == r2.video.frames.tobytes()
     assert r.masks.tobytes() == r2.masks.tobytes()
     assert r.depth.tobytes() == r2.depth.tobytes()
+
+
+def test_same_bytes_in_a_fresh_process():
+    """Determinism does not depend on process state (a fresh pybullet client in a new interpreter)."""
+    import hashlib
+    import subprocess
+    import sys
+
+    code = ("import hashlib; from scenarios.robotics.arm import pick; "
+            "c = pick.make_case('p', seed=2, resolution=[32, 32], num_frames=9); "
+            "print(hashlib.sha256(pick.render(c).video.frames.tobytes()).hexdigest())")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()[-1]
+    here = pick.render(pick.make_case("p", seed=2, resolution=[32, 32], num_frames=9))
+    assert out == hashlib.sha256(here.video.frames.tobytes()).hexdigest()

@@ -57,7 +57,7 @@ def test_standard_has_at_least_70_of_my_cases_at_benchmark_size():
     cases = [suites.build_case(e, "standard") for e in entries]
     assert {c.scenario for c in cases} == {"gaming", "robotics", "realworld"}
     for c in cases:
-        assert 128 <= min(c.resolution) and max(c.resolution) <= 256, (c.id, c.resolution)
+        assert min(c.resolution) >= 128 and max(c.resolution) <= 256, (c.id, c.resolution)
         assert c.suite == "standard"
         assert validate_case_dict(c.to_dict()) == [], c.id
     seeds = {}
