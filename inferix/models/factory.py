@@ -29,6 +29,7 @@ def build_model(
     config: WanConfig | None = None,
     seed: int = 0,
     strict: bool = True,
+    checkpoint_key: str | None = None,
 ) -> CausalWanModel:
     """Build the block-causal Wan DiT.
 
@@ -42,6 +43,8 @@ def build_model(
         config: architecture override for a checkpoint without ``config.json``.
         seed: seed of the random init for named configs.
         strict: fail on missing / unexpected checkpoint keys.
+        checkpoint_key: which nested weights of a training checkpoint to load (``"generator"`` for
+            Self-Forcing's non-EMA weights); default: ``generator_ema`` when present, else ``generator``.
 
     Returns:
         The model in eval mode.
@@ -67,7 +70,7 @@ def build_model(
     if not _looks_like_path(name):
         get_config(name)  # raises UnknownConfigError with the known names
 
-    state, cfg_dict = resolve_checkpoint(name)
+    state, cfg_dict = resolve_checkpoint(name, checkpoint_key)
     if config is not None:
         cfg = config
     elif cfg_dict is not None:

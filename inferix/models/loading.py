@@ -199,10 +199,22 @@ def detect_layout(keys: list[str] | Mapping[str, Any]) -> Layout:
     return "wan" if wan > diffusers else "diffusers"
 
 
-def _unnest(obj: Any, source: str) -> dict[str, torch.Tensor]:
-    """Find the tensor dict inside a training checkpoint (``{"generator_ema": {...}, ...}``)."""
+def _unnest(obj: Any, source: str, key: str | None = None) -> dict[str, torch.Tensor]:
+    """Find the tensor dict inside a training checkpoint (``{"generator_ema": {...}, ...}``).
+
+    Args:
+        obj: what the file held.
+        source: file name for messages.
+        key: take ``obj[key]`` (e.g. ``"generator"`` for the non-EMA weights of a Self-Forcing file);
+            default: the first of ``generator_ema, generator, state_dict, model, module, net`` present.
+    """
     import torch
 
+    if key is not None:
+        if not isinstance(obj, Mapping) or key not in obj or not isinstance(obj[key], Mapping):
+            have = sorted(k for k, v in obj.items() if isinstance(v, Mapping)) if isinstance(obj, Mapping) else []
+            raise CheckpointError(f"{source}: no weights under checkpoint_key={key!r}; nested dicts present: {have}")
+        obj = obj[key]
     depth = 0
     while isinstance(obj, Mapping) and depth < 4:
         if obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
@@ -224,8 +236,12 @@ def _unnest(obj: Any, source: str) -> dict[str, torch.Tensor]:
     raise CheckpointError(f"{source}: not a state dict (got {type(obj).__name__})")
 
 
-def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+def read_state_dict(path: str | Path, checkpoint_key: str | None = None) -> dict[str, torch.Tensor]:
     """Read one weights file (safetensors, or ``.pt``/``.pth``/``.bin`` with ``weights_only=True``).
+
+    Args:
+        path: the file.
+        checkpoint_key: the nested dict to take from a training checkpoint (see :func:`_unnest`).
 
     Raises:
         CheckpointError: unsupported extension, unsafe pickle, or no tensors inside.
@@ -236,17 +252,17 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     if path.suffix == ".safetensors":
         from safetensors.torch import load_file
 
-        return _unnest(load_file(str(path)), str(path))
+        return _unnest(load_file(str(path)), str(path), checkpoint_key)
     if path.suffix in (".pt", ".pth", ".bin", ".ckpt"):
         try:
             obj = torch.load(str(path), map_location="cpu", weights_only=True)
         except Exception as e:  # unsafe pickles refuse to load with weights_only=True
             raise CheckpointError(f"{path}: cannot be read with torch.load(weights_only=True): {e}") from e
-        return _unnest(obj, str(path))
+        return _unnest(obj, str(path), checkpoint_key)
     raise CheckpointError(f"{path}: unsupported weights file type {path.suffix!r} (use .safetensors, .pt or .pth)")
 
 
-def _read_dir(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
+def _read_dir(path: Path, checkpoint_key: str | None) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
     if (path / "transformer").is_dir() and not (path / "config.json").exists():
         path = path / "transformer"
     cfg_file = path / "config.json"
@@ -267,11 +283,18 @@ def _read_dir(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any] | Non
         raise CheckpointError(
             f"{path}: several weight files {[f.name for f in files]} and no *.index.json to join them"
         )
-    return read_state_dict(files[0]), cfg
+    return read_state_dict(files[0], checkpoint_key), cfg
 
 
-def resolve_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
+def resolve_checkpoint(
+    path: str | Path, checkpoint_key: str | None = None
+) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
     """Read a checkpoint directory or file into ``(state_dict, config dict or None)``.
+
+    Args:
+        path: directory or file.
+        checkpoint_key: nested weights to take from a training checkpoint (``"generator"`` /
+            ``"generator_ema"``); default: EMA weights when present.
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -281,10 +304,10 @@ def resolve_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[
     if not path.exists():
         raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
     if path.is_dir():
-        return _read_dir(path)
+        return _read_dir(path, checkpoint_key)
     cfg_file = path.parent / "config.json"
     cfg = json.loads(cfg_file.read_text()) if cfg_file.exists() else None
-    return read_state_dict(path), cfg
+    return read_state_dict(path, checkpoint_key), cfg
 
 
 def _to_ours(state_dict: Mapping[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], Layout, list[str]]:

@@ -110,3 +110,30 @@ def test_named_configs_build_with_seeded_random_weights():
     torch.testing.assert_close(a.state_dict()["proj_out.weight"], b.state_dict()["proj_out.weight"])
     big = __import__("inferix.models.configs", fromlist=["x"]).get_config("wan2.1-1.3b")
     assert (big.dim, big.num_layers, big.ffn_dim, big.num_attention_heads) == (1536, 30, 8960, 12)
+
+
+def test_checkpoint_key_picks_ema_or_raw_generator(tmp_path, tiny_model, tiny_config):
+    raw = to_wan_layout(tiny_model.state_dict(), prefix="model.")
+    ema = {k: v + 1.0 for k, v in raw.items()}
+    torch.save({"generator": raw, "generator_ema": ema}, tmp_path / "sf.pt")
+    default = build_model(tmp_path / "sf.pt", config=tiny_config)  # EMA weights when present
+    torch.testing.assert_close(default.proj_out.bias, tiny_model.proj_out.bias + 1.0)
+    _same_output(build_model(tmp_path / "sf.pt", config=tiny_config, checkpoint_key="generator"), tiny_model)
+    with pytest.raises(CheckpointError, match=r"checkpoint_key='critic'.*\['generator', 'generator_ema'\]"):
+        build_model(tmp_path / "sf.pt", config=tiny_config, checkpoint_key="critic")
+
+
+def test_bf16_model_keeps_precision_sensitive_parts_in_fp32(tmp_path, diffusers_wan):
+    diffusers_wan.save_pretrained(tmp_path)
+    model = build_model(tmp_path, dtype=torch.bfloat16)
+    assert model.blocks[0].attn1.to_q.weight.dtype == torch.bfloat16
+    assert model.blocks[0].scale_shift_table.dtype == torch.float32
+    assert model.condition_embedder.time_embedder.linear_1.weight.dtype == torch.float32
+    assert model.blocks[0].norm2.weight.dtype == torch.float32
+    x, ctx = _x()
+    with torch.no_grad():
+        out = model(x, 600.0, ctx)
+        ref = diffusers_wan(x, torch.tensor([600.0]), ctx, return_dict=False)[0]
+    assert out.dtype == torch.bfloat16
+    # bf16 is coarse (8 mantissa bits) but must track the fp32 reference.
+    assert (out.float() - ref).abs().mean() < 0.05 * ref.abs().mean()
