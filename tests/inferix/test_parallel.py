@@ -1,0 +1,102 @@
+"""Ulysses sequence parallel on 2 gloo CPU processes == single-process output."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from inferix.kv_cache import CachePolicy, KVCacheManager
+from inferix.kv_cache.backend import BlockPoolAttention, RowSpec
+from inferix.kv_cache.storage import KVStorage
+from inferix.models.attention import FullAttention
+from inferix.models.causal_wan import CausalWanModel
+from inferix.models.configs import get_config
+
+BF, HW = 2, (8, 4)  # 4 token rows -> 2 per rank
+
+
+def _inputs():
+    torch.manual_seed(0)
+    model = CausalWanModel(get_config("tiny")).eval()
+    ctx = torch.randn(1, 16, 32)
+    lat = torch.randn(3, 1, 4, BF, *HW)  # three blocks
+    return model, ctx, lat
+
+
+def _blockwise(model, ctx, lat, backend_fn):
+    """Denoise pass + committing clean pass per block through a block-pool KV cache."""
+    m = KVCacheManager(BF, 8, 0, CachePolicy("rolling", window=2))
+    be = BlockPoolAttention(m, KVStorage(8, 0, BF))
+    m.add_session("s")
+    outs = []
+    with torch.no_grad():
+        for x in lat:
+            be.prepare([RowSpec("s")])
+            outs.append(backend_fn(model, x, torch.tensor([700.0]), ctx, be, be.frame_positions(BF)))
+            m.reserve("s", BF)
+            be.prepare([RowSpec("s", commit=True)])
+            backend_fn(model, x, torch.tensor([0.0]), ctx, be, be.frame_positions(BF))
+            m.commit("s", BF)
+    return torch.stack(outs)
+
+
+def _worker(rank, world, port, out_path):
+    import torch.distributed as dist
+
+    from inferix.parallel import sequence_parallel_forward
+
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        model, ctx, lat = _inputs()
+        with torch.no_grad():
+            full = sequence_parallel_forward(model, lat[0], torch.tensor([500.0]), ctx,
+                                             FullAttention.block_causal(BF, BF, 8))
+        cached = _blockwise(model, ctx, lat, lambda mdl, x, t, c, be, pos: sequence_parallel_forward(
+            mdl, x, t, c, be, pos))
+        if rank == 0:
+            torch.save({"full": full, "cached": cached}, out_path)
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ulysses_two_gloo_processes_equal_single_process(tmp_path):
+    out = tmp_path / "rank0.pt"
+    mp.start_processes(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True, start_method="spawn")
+    got = torch.load(out, weights_only=True)
+    model, ctx, lat = _inputs()
+    with torch.no_grad():
+        ref_full = model(lat[0], torch.tensor([500.0]), ctx, FullAttention.block_causal(BF, BF, 8))
+    ref_cached = _blockwise(model, ctx, lat, lambda mdl, x, t, c, be, pos: mdl(x, t, c, be, pos))
+    torch.testing.assert_close(got["full"], ref_full, atol=1e-5, rtol=0)
+    torch.testing.assert_close(got["cached"], ref_cached, atol=1e-5, rtol=0)
+
+
+def test_world_of_one_equals_plain_forward_and_bad_split_is_a_clear_error():
+    import torch.distributed as dist
+
+    from inferix.parallel.ulysses import sequence_parallel_forward
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised")
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        model, ctx, _ = _inputs()
+        x = torch.randn(1, 4, BF, 6, 4)
+        with torch.no_grad():
+            torch.testing.assert_close(sequence_parallel_forward(model, x, 500.0, ctx), model(x, 500.0, ctx),
+                                       atol=1e-6, rtol=0)
+    finally:
+        dist.destroy_process_group()
