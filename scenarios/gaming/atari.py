@@ -131,13 +131,17 @@ class AtariGenerator(CaseGenerator):
             },
         )
 
-    def render(self, case: Case) -> Rendered:
-        import cv2
+    def play(self, case: Case) -> tuple[np.ndarray, np.ndarray]:
+        """Run the emulator for ``case``.
+
+        Returns:
+            the emulator's own screens ``uint8 [T, 210, 160, 3]`` and RAM ``uint8 [T, 128]``,
+            one per video frame (after that frame's ``frame_skip`` emulator steps).
+        """
         from ale_py import ALEInterface, LoggerMode, roms
 
         spec = atari_spec(self.game)
         p = case.metadata["params"]
-        h, w = case.resolution
         ALEInterface.setLoggerMode(LoggerMode.Error)
         ale = ALEInterface()
         ale.setInt("random_seed", int(case.metadata["seed"]))
@@ -148,33 +152,41 @@ class AtariGenerator(CaseGenerator):
         for name in ["NOOP"] * int(p["warmup"]) + list(spec["start_actions"]):
             for _ in range(skip):
                 ale.act(minimal[name])
-        frames = np.empty((case.num_frames, h, w, 3), np.uint8)
-        masks = np.zeros((case.num_frames, h, w), np.int32)
-        ram = np.empty((case.num_frames, 128), np.uint8)
         native = np.empty((case.num_frames, NATIVE_H, NATIVE_W, 3), np.uint8)
+        ram = np.empty((case.num_frames, 128), np.uint8)
         for t in range(case.num_frames):
-            action = case.chunk_at(t).action if case.chunks else "NOOP"
+            chunk = case.chunk_at(t)
+            action = chunk.action if chunk is not None and chunk.action else "NOOP"
             for _ in range(skip):
                 ale.act(minimal[action])
-            screen = ale.getScreenRGB()
-            native[t] = screen
+            native[t] = ale.getScreenRGB()
             ram[t] = ale.getRAM()
+        return native, ram
+
+    def render(self, case: Case) -> Rendered:
+        import cv2
+
+        spec = atari_spec(self.game)
+        h, w = case.resolution
+        native, ram = self.play(case)
+        frames = np.empty((case.num_frames, h, w, 3), np.uint8)
+        masks = np.zeros((case.num_frames, h, w), np.int32)
+        for t in range(case.num_frames):
             # INTER_AREA keeps the thin Atari sprites visible when downscaling.
-            frames[t] = cv2.resize(screen, (w, h), interpolation=cv2.INTER_AREA)
-            m = agent_mask_native(spec, screen).astype(np.uint8)
+            frames[t] = cv2.resize(native[t], (w, h), interpolation=cv2.INTER_AREA)
+            m = agent_mask_native(spec, native[t]).astype(np.uint8)
             masks[t] = cv2.resize(m, (w, h), interpolation=cv2.INTER_NEAREST)
         pos_native = agent_position_from_ram(spec, ram)
+        addr = int(spec["ram"]["address"])
         states = {
             "agent": {
                 "name": spec["agent"],
                 "position": native_to_output(pos_native, h, w),
                 "position_native": pos_native,
-                "ram_address": int(spec["ram"]["address"]),
-                "ram_value": ram[:, int(spec["ram"]["address"])].astype(np.int64),
+                "ram_address": addr,
+                "ram_value": ram[:, addr].astype(np.int64),
             },
             "ram": ram,
-            # [T, 210, 160, 3] the emulator's own screens, for checks at native resolution
-            "native_frames": native,
         }
         video = Video(frames=frames, fps=case.fps, chunks=case.chunks)
         return Rendered(video=video, masks=masks, object_ids={spec["agent"]: 1}, states=states)

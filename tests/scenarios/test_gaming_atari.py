@@ -30,7 +30,7 @@ def rendered():
     out = {}
     for game, gen in GENS.items():
         case = gen.make_case(f"{game}-t", seed=3, num_frames=24, num_chunks=4, actions=PLANS[game], warmup=2)
-        out[game] = (case, gen.render(case))
+        out[game] = (case, gen.render(case), gen.play(case)[0])
     return out
 
 
@@ -51,9 +51,8 @@ def _unclipped(spec, native_frame) -> np.ndarray | None:
 @pytest.mark.parametrize("game", list(GENS))
 def test_ram_position_matches_sprite_pixels(rendered, game):
     """The RAM-derived agent centre lies on the sprite drawn in the emulator's own frame."""
-    case, r = rendered[game]
+    case, r, native = rendered[game]
     spec = atari_spec(game)
-    native = r.states["native_frames"]
     pos = r.states["agent"]["position_native"]
     checked = 0
     for t in range(case.num_frames):
@@ -72,13 +71,13 @@ def test_ram_position_matches_sprite_pixels(rendered, game):
 @pytest.mark.parametrize("game", list(GENS))
 def test_output_position_is_on_output_mask(rendered, game):
     """Ground truth in output pixels falls on (or next to) the resized agent mask."""
-    case, r = rendered[game]
+    case, r, native = rendered[game]
     pos = r.states["agent"]["position"]
     spec = atari_spec(game)
     hits = 0
     for t in range(case.num_frames):
         ys, xs = np.nonzero(r.masks[t] == 1)
-        if len(xs) == 0 or _unclipped(spec, r.states["native_frames"][t]) is None:
+        if len(xs) == 0 or _unclipped(spec, native[t]) is None:
             continue
         x, y = pos[t]
         assert xs.min() - 1.5 <= x <= xs.max() + 1.5 and ys.min() - 1.5 <= y <= ys.max() + 1.5
@@ -89,7 +88,7 @@ def test_output_position_is_on_output_mask(rendered, game):
 @pytest.mark.parametrize("game", list(GENS))
 def test_agent_moves_in_the_commanded_direction(rendered, game):
     """Over each chunk the RAM position moves along the vocabulary's motion sign (or rests at a wall)."""
-    case, r = rendered[game]
+    case, r, _ = rendered[game]
     pos = r.states["agent"]["position_native"]
     space = case.metadata["action_space"]["actions"]
     moved = 0

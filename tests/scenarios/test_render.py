@@ -75,9 +75,9 @@ def test_cases_carry_camera_and_ground_truth_paths(rendered_out):
     np.testing.assert_allclose(arrays["states/end_effector/position"], gt["end_effector"]["position"])
     clip = Case.load(rendered_out / "cases" / "r-clip.json")
     assert clip.camera is None and clip.physics is None  # no ground truth for real footage
-    breakout = Case.load(rendered_out / "cases" / "r-breakout.json")
-    states = json.loads(breakout.resolve(breakout.metadata["ground_truth_files"]["states"]).read_text())
-    assert "native_frames" not in states["agent"] and "native_frames" not in states  # 4-D arrays: npz only
+    maze = Case.load(rendered_out / "cases" / "r-maze.json")
+    states = json.loads(maze.resolve(maze.metadata["ground_truth_files"]["states"]).read_text())
+    assert len(states["camera"]["position"]) == 8 and "red_sphere" in states["objects"]
 
 
 def test_rerun_skips_and_a_failing_case_does_not_stop_the_others(rendered_out, suite_dir, tmp_path, monkeypatch):
