@@ -23,6 +23,11 @@ _LAZY = {
     "build_model": "inferix.models.factory",
     "CheckpointError": "inferix.models.loading",
     "load_model_weights": "inferix.models.loading",
+    "load_text_encoder": "inferix.models.text_encoder",
+    "UMT5TextEncoder": "inferix.models.text_encoder",
+    "PrecomputedTextEncoder": "inferix.models.text_encoder",
+    "WanVAECodec": "inferix.models.vae",
+    "IdentityCodec": "inferix.models.vae",
 }
 
 __all__ = sorted(_LAZY)

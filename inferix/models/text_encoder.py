@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PrecomputedTextEncoder", "PromptTooLongError", "UMT5TextEncoder"]
+__all__ = ["PrecomputedTextEncoder", "PromptTooLongError", "UMT5TextEncoder", "load_text_encoder"]
 
 
 class PromptTooLongError(ValueError):
@@ -161,3 +161,24 @@ class PrecomputedTextEncoder:
         if n > self.text_len:
             raise PromptTooLongError(f"precomputed embedding for {prompt!r} has {n} tokens; max_length={self.text_len}")
         return torch.cat([emb, emb.new_zeros(1, self.text_len - n, emb.shape[-1])], 1)
+
+
+def load_text_encoder(
+    path: str | Path,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+    max_length: int = 512,
+) -> UMT5TextEncoder | PrecomputedTextEncoder:
+    """A text encoder from a local path: a umT5 directory, or a file of precomputed embeddings.
+
+    Args:
+        path: directory (tokenizer + ``UMT5EncoderModel``; a Wan pipeline directory works) or a
+            ``.safetensors`` / ``.pt`` file mapping prompt -> embedding.
+        device: where umT5 runs.
+        dtype: umT5 dtype.
+        max_length: tokens per prompt (embeddings are zero-padded to it).
+    """
+    p = Path(path).expanduser()
+    if p.is_file():
+        return PrecomputedTextEncoder.from_file(p, text_len=max_length)
+    return UMT5TextEncoder(p, max_length=max_length, device=device, dtype=dtype)

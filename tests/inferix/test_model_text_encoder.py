@@ -72,3 +72,14 @@ def test_precomputed_embeddings_pad_and_reject(tmp_path):
         enc("a dog")
     with pytest.raises(KeyError, match="no precomputed embedding for prompt 'a bird'"):
         enc("a bird")
+
+
+def test_load_text_encoder_dispatches_on_path_kind(umt5_dir, tmp_path):
+    from safetensors.torch import save_file
+
+    from inferix.models import load_text_encoder
+
+    assert isinstance(load_text_encoder(umt5_dir, max_length=8), UMT5TextEncoder)
+    save_file({"a cat": torch.ones(2, 8)}, str(tmp_path / "e.safetensors"))
+    enc = load_text_encoder(tmp_path / "e.safetensors", max_length=8)
+    assert isinstance(enc, PrecomputedTextEncoder) and enc("a cat").shape == (1, 8, 8)
