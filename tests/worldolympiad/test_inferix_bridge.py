@@ -1,0 +1,84 @@
+"""inferix:NAME as a WorldModel: controls pulled just in time, case size/length respected, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worldolympiad.models.base import ModelError, build_model, controls_for
+from worldolympiad.types import Case, even_chunks
+
+
+def _case(actions=("forward", "left", "jump"), resolution=(16, 16), num_frames=20, **kw):
+    chunks = even_chunks(num_frames, len(actions), ["a maze", "turning", "a cave"], list(actions))
+    return Case(id="c1", scenario="gaming", fps=8.0, num_frames=num_frames, resolution=resolution,
+                prompt="a maze", chunks=chunks, **kw)
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = build_model("inferix:tiny", steps="1")
+    yield m
+    m.close()
+
+
+def test_registry_builds_an_interactive_model(model):
+    assert type(model).__name__ == "InferixModel" and model.interactive
+
+
+def test_rollout_pulls_each_control_just_in_time_and_future_actions_do_not_leak(model):
+    log = []
+
+    def controls(case):
+        for c in controls_for(case):
+            log.append(("pull", c.index))
+            yield c
+
+    case_a = _case(("forward", "left", "jump"))
+    case_b = _case(("forward", "right", "idle"))
+    chunks_a = []
+    for ch in model.rollout(case_a, controls(case_a), seed=3):
+        log.append(("chunk", ch.index))
+        chunks_a.append(ch)
+    assert log == [("pull", 0), ("chunk", 0), ("pull", 1), ("chunk", 1), ("pull", 2), ("chunk", 2)]
+    chunks_b = list(model.rollout(case_b, controls_for(case_b), seed=3))
+    # chunk 0 cannot depend on later actions; chunk 1 does depend on its own
+    np.testing.assert_array_equal(chunks_a[0].frames, chunks_b[0].frames)
+    assert np.abs(chunks_a[1].frames.astype(int) - chunks_b[1].frames.astype(int)).max() > 10
+
+
+def test_case_resolution_and_chunk_lengths_are_respected(model):
+    case = _case(resolution=(24, 40), num_frames=17)
+    video = model.generate(case, seed=0)
+    assert video.frames.shape == (17, 24, 40, 3) and video.fps == 8.0
+    lengths = [len(ch.frames) for ch in model.rollout(case, controls_for(case))]
+    assert lengths == [c.num_frames for c in case.chunks]
+
+
+def test_bridge_equals_the_engine_stream(model):
+    """Same seed and controls: the bridge's frames are the engine's frames (native size, no resize)."""
+    from inferix.engine import Engine, EngineConfig
+    from inferix.kv_cache import CachePolicy
+
+    lm = model.loaded
+    case = _case(("forward",), resolution=lm.pixel_hw(), num_frames=9)
+    got = model.generate(case, seed=5).frames
+    eng = Engine(lm.model, lm.codec, lm.text_encoder,
+                 EngineConfig(latent_hw=lm.latent_hw, timesteps=lm.timesteps[:1], policy=CachePolicy.parse("rolling:9"),
+                              max_sessions=1), lm.action_encoder)
+    ref = np.concatenate([o.frames for o in eng.stream("a maze", num_blocks=3, seed=5, action="forward")])
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_unknown_action_is_a_model_error_unless_mapped_to_default(model):
+    case = _case(("forward", {"name": "move_ee", "delta": [0.1, 0, 0]}, "jump"))
+    with pytest.raises(ModelError, match="unknown action 'move_ee'.*idle"):
+        model.generate(case)
+    lenient = build_model("inferix:tiny", steps="1", unknown_action="default")
+    chunks = list(lenient.rollout(case, controls_for(case)))
+    assert [c.metadata["action_known"] for c in chunks] == [True, False, True]
+
+
+def test_unknown_model_name_is_a_model_error():
+    with pytest.raises(ModelError, match="tiny"):
+        build_model("inferix:nosuch").generate(_case())

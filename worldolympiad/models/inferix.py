@@ -1,0 +1,212 @@
+"""``inferix:NAME_OR_PATH`` — any model the Inferix engine serves, as an interactive WorldModel.
+
+The only bridge between WorldOlympiad and Inferix (DESIGN.md §2). :meth:`InferixModel.rollout`
+opens one engine session per case and pulls each chunk's control (caption, action) only
+when it is about to generate that chunk — the model never sees a future action.
+
+What a case controls, and how:
+
+* **Resolution** — the engine runs at the latent grid closest to the case's ``[H, W]``
+  (rounded to the patch size); when the decoded size still differs, frames are resized
+  to ``[H, W]`` with OpenCV (area filter down, bilinear up). ``native_size=True`` keeps the
+  model's default grid and only resizes the output.
+* **FPS / length** — the engine emits frames; one generated frame is one case frame, so
+  each chunk gets exactly ``chunk.num_frames`` frames and the video carries the case fps
+  (the model's native fps is reported in the metadata, not resampled).
+* **Chunks vs blocks** — the engine works in blocks of frames. A block that straddles a
+  chunk boundary was generated with the earlier chunk's control; its remaining frames
+  open the next chunk (no frames are dropped, so motion stays continuous).
+* **Text** — models with a local text encoder use it (``text_encoder=PATH``); tiny models
+  use Inferix's documented hashed text embedding (``inferix.registry.HashedTextEncoder``).
+* **Actions** — the model's action vocabulary; an action it does not know is a
+  :class:`ModelError` naming the action and the vocabulary, unless
+  ``unknown_action="default"`` maps it to the model's default action (recorded in the
+  chunk metadata).
+* **First frame** — ``case.conditioning`` (an image path) is encoded and committed to the
+  session's KV cache before the first block (image-to-video).
+
+Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...), ``steps``,
+``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from worldolympiad.models.base import ChunkControl, ModelError, VideoChunk, WorldModel
+from worldolympiad.types import Case
+
+logger = logging.getLogger(__name__)
+
+
+def _bool(v: Any) -> bool:
+    return v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
+
+
+class InferixModel(WorldModel):
+    """A WorldModel backed by an Inferix engine session per case.
+
+    Args:
+        arg: model name (``tiny``) or a config name / local checkpoint (the part after ``inferix:``).
+        **options: see the module docstring.
+    """
+
+    interactive: ClassVar[bool] = True
+
+    def __init__(self, arg: str | None, **options: Any) -> None:
+        self.model_name = arg or "tiny"
+        device = str(options.pop("device", "cpu") or "cpu")
+        self.device = "cpu" if device == "auto" else device
+        if device == "auto":
+            try:
+                import torch
+
+                self.device = "cuda" if torch.cuda.is_available() else "cpu"
+            except ImportError:
+                pass
+        self.policy = str(options.pop("policy", "rolling:9"))
+        steps = options.pop("steps", None)
+        self.steps = int(steps) if steps not in (None, "") else None
+        self.unknown_action = str(options.pop("unknown_action", "error"))
+        if self.unknown_action not in ("error", "default"):
+            raise ValueError(f"unknown_action must be 'error' or 'default', got {self.unknown_action!r}")
+        self.native_size = _bool(options.pop("native_size", False))
+        self.load_options = {k: options.pop(k) for k in ("text_encoder", "vae") if options.get(k)}
+        self.ignored_options = sorted(options)
+        self._loaded: Any = None
+
+    # ------------------------------------------------------------------ setup
+    @property
+    def loaded(self) -> Any:
+        """The Inferix model bundle (loaded on first use: heavy imports stay out of `ls`)."""
+        if self._loaded is None:
+            from inferix.registry import load_model
+
+            try:
+                self._loaded = load_model(self.model_name, device=self.device, **self.load_options)
+            except (ValueError, FileNotFoundError, KeyError) as e:
+                raise ModelError(f"inferix:{self.model_name}: {e}") from e
+        return self._loaded
+
+    def _engine(self, latent_hw: tuple[int, int], max_frames: int) -> Any:
+        from inferix.engine import Engine, EngineConfig
+        from inferix.kv_cache import CachePolicy
+
+        lm = self.loaded
+        ts = lm.timesteps[: self.steps] if self.steps else lm.timesteps
+        cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(ts),
+                           policy=CachePolicy.parse(self.policy), max_sessions=1, max_batch=1,
+                           max_frames=max_frames, device=self.device)
+        return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
+
+    def _action_encoder(self) -> Any:
+        enc = self.loaded.action_encoder
+        if enc is None or self.unknown_action == "error":
+            return enc
+
+        def lenient(action: Any) -> Any:
+            try:
+                return enc(action)
+            except ValueError:
+                return enc(None)
+
+        return lenient
+
+    def _check_action(self, action: Any) -> bool:
+        """True if the model knows ``action``; raises ModelError when it does not and that is an error."""
+        enc = self.loaded.action_encoder
+        if enc is None:
+            if action is None:
+                return True
+            if self.unknown_action == "default":
+                return False
+            raise ModelError(f"inferix:{self.model_name} takes no actions, the case gives {action!r}; "
+                             "use --option model.unknown_action=default to ignore them")
+        try:
+            enc(action)
+            return True
+        except ValueError as e:
+            if self.unknown_action == "default":
+                return False
+            raise ModelError(f"inferix:{self.model_name}: {e} (or --option model.unknown_action=default)") from e
+
+    def _first_image(self, case: Case, latent_hw: tuple[int, int]) -> Any:
+        path = case.resolve(case.conditioning)
+        if path is None:
+            return None
+        if not Path(path).is_file():
+            raise ModelError(f"case {case.id}: conditioning image {path} not found")
+        from PIL import Image
+
+        img = np.asarray(Image.open(path).convert("RGB"))
+        return self.loaded.encode_image(img, latent_hw)
+
+    # ---------------------------------------------------------------- rollout
+    def rollout(self, case: Case, controls: Iterable[ChunkControl], seed: int = 0) -> Iterator[VideoChunk]:
+        """One engine session; each chunk's caption/action is taken just before its frames are made."""
+        lm = self.loaded
+        latent_hw = lm.latent_hw if self.native_size else lm.latent_hw_for(case.resolution)
+        engine = self._engine(latent_hw, max_frames=lm.block_frames * 2 + case.num_frames)
+        it = iter(controls)
+        ctl = next(it, None)
+        if ctl is None:
+            return
+        known = self._check_action(ctl.action)
+        sid = engine.add_session(ctl.caption or case.prompt, num_blocks=None, seed=seed,
+                                 action=ctl.action if (known and lm.action_encoder) else None,
+                                 image_latents=self._first_image(case, latent_hw))
+        leftover = np.zeros((0, *lm.pixel_hw(latent_hw), 3), np.uint8)
+        try:
+            while ctl is not None:
+                need = ctl.num_frames
+                parts = [leftover[:need]]
+                have = len(parts[0])
+                leftover = leftover[need:]
+                blocks = 0
+                while have < need:
+                    out = self._next_block(engine, sid)
+                    blocks += 1
+                    take = out.frames[: need - have]
+                    parts.append(take)
+                    have += len(take)
+                    leftover = out.frames[len(take):]
+                frames = self._resize(np.concatenate(parts), case.resolution)
+                meta = {"model": f"inferix:{self.model_name}", "blocks": blocks, "native_fps": lm.fps,
+                        "action_known": known}
+                yield VideoChunk(ctl.index, frames, meta)
+                ctl = next(it, None)  # pulled only now: the next chunk's control is not seen earlier
+                if ctl is not None:
+                    known = self._check_action(ctl.action)
+                    if ctl.caption:
+                        engine.set_prompt(sid, ctl.caption)
+                    if lm.action_encoder is not None:
+                        engine.set_action(sid, ctl.action if known else None)
+        finally:
+            engine.cancel(sid)
+
+    @staticmethod
+    def _next_block(engine: Any, sid: str) -> Any:
+        s = engine.session(sid)
+        while not s.outputs:
+            if s.state.done:
+                raise ModelError(f"inferix session failed: {s.error or s.state.value}")
+            engine.step()
+        return s.outputs.popleft()
+
+    @staticmethod
+    def _resize(frames: np.ndarray, hw: tuple[int, int]) -> np.ndarray:
+        h, w = hw
+        if frames.shape[1:3] == (h, w):
+            return frames
+        import cv2
+
+        interp = cv2.INTER_AREA if frames.shape[1] >= h else cv2.INTER_LINEAR
+        return np.stack([cv2.resize(f, (w, h), interpolation=interp) for f in frames])
+
+    def close(self) -> None:
+        self._loaded = None
