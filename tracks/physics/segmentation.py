@@ -434,7 +434,7 @@ class SAMSegmenter(Segmenter):
                     inst.append((m, str(o.get("name", f"object{i}"))))
                     # Re-prompt the next frame with this frame's mask box (tracking by prompting).
                     ys, xs = np.nonzero(m)
-                    pad = 0.1 * max(xs.ptp() + 1, ys.ptp() + 1)
+                    pad = 0.1 * max(np.ptp(xs) + 1, np.ptp(ys) + 1)
                     boxes[i] = np.array([xs.min() - pad, ys.min() - pad, xs.max() + pad, ys.max() + pad], np.float32)
                     points[i] = np.array([xs.mean(), ys.mean()], np.float32) if points[i] is not None else None
                 lt, nt = _paint((H, W), inst, self.max_objects)
