@@ -115,3 +115,24 @@ def test_bad_inputs_name_the_argument(tiny_model):
         tiny_model(x, 1.0, ctx, frame_positions=torch.tensor([[0, 1]]))
     with pytest.raises(ValueError, match="timestep"):
         tiny_model(x, torch.ones(1, 2), ctx)
+
+
+@torch.no_grad()
+def test_continuous_per_frame_actions_modulate_only_their_frames(tiny_config, tiny_model):
+    cfg = tiny_config.replace(action_dim=3)
+    model = CausalWanModel(cfg).eval()
+    model.load_state_dict(tiny_model.state_dict(), strict=False)
+    torch.nn.init.normal_(model.action_embedder.linear_2.weight, std=0.2)
+    x, ctx = _inputs(f=2)
+    a = torch.zeros(1, 2, 3)
+    b = a.clone()
+    b[0, 1] = 1.0  # change only frame 1's action
+    out_a, out_b = model(x, 300.0, ctx, action=a), model(x, 300.0, ctx, action=b)
+    # Frame 0 differs only through attention to frame 1 (full attention here); under a causal mask it
+    # would be untouched, frame 1 is modulated directly.
+    assert (out_a[:, :, 1] - out_b[:, :, 1]).abs().max() > 1e-3
+    causal = FullAttention.block_causal(2, 1, 16)
+    ca, cb = model(x, 300.0, ctx, backend=causal, action=a), model(x, 300.0, ctx, backend=causal, action=b)
+    torch.testing.assert_close(ca[:, :, 0], cb[:, :, 0], atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="action_dim=3"):
+        model(x, 300.0, ctx, action=torch.zeros(1, 4))
