@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from worldolympiad.types import Case, CaseError, RunSpec, TrackResult, Video
+from worldolympiad.types import Case, CaseError, RunSpec, Status, TrackResult, Video
 
 logger = logging.getLogger(__name__)
 
@@ -486,7 +486,7 @@ class _ModelBuildError(RuntimeError):
     pass
 
 
-def _row_status(out: Any) -> str:
+def _row_status(out: Any) -> Status:
     """Row status from a TrackOutput: a score means ok; no score → failed if any metric failed,
     else not_applicable if every metric was, else ok (a track may legitimately give no score)."""
     if out.score is not None:

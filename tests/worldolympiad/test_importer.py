@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import wo_testlib
 
@@ -37,7 +36,7 @@ def damo_root(tmp_path):
         write_video(d / f"mymodel_gen_{cid}.mp4", frames[::-1].copy(), 8)
     # r9 also has a second model with chunk timestamps
     d = root / "embodied" / "r9"
-    write_video(d / f"other_gen_r9.mp4", wo_testlib.frames_for("o", 12, (16, 24)), 8)
+    write_video(d / "other_gen_r9.mp4", wo_testlib.frames_for("o", 12, (16, 24)), 8)
     write_chunk_timestamps(d / "other_gen_r9_chunk_timestamps.json", "other_gen_r9.mp4", 8, 12,
                            [Chunk(0, 0, 5), Chunk(1, 5, 9), Chunk(2, 9, 12)])
     (root / "general" / "empty_case").mkdir()  # no prompt.json → skipped with a reason

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -142,7 +141,7 @@ def build_tiny_wan(path) -> None:
 
     torch.manual_seed(0)
     vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2}
-    for w in "a ball falls moves left right the scene test red first second".split():
+    for w in ["a", "ball", "falls", "moves", "left", "right", "the", "scene", "test", "red", "first", "second"]:
         vocab.setdefault(w, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()

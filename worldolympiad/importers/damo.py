@@ -152,7 +152,7 @@ def _read_prompts(path: Path) -> list[dict[str, Any]]:
                                 f"got keys {sorted(data)}")
     if not isinstance(data, list):
         raise CaseError(f"{path}: expected a list of chunks, got {type(data).__name__}")
-    items = []
+    items: list[dict[str, Any]] = []
     for i, c in enumerate(data):
         if isinstance(c, str):
             items.append({"caption": c, "action": None, "interval": None, "chunk_index": i})

@@ -24,6 +24,7 @@ Models:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -151,7 +152,7 @@ def _write_rendered(folder: Path, rendered: Any) -> None:
     try:
         video: Video = rendered.video
         write_video(tmp / "video.mp4", video.frames, video.fps, lossless=True)
-        arrays = {}
+        arrays: dict[str, Any] = {}
         if getattr(rendered, "masks", None) is not None:
             arrays["masks"] = np.asarray(rendered.masks)
         if getattr(rendered, "depth", None) is not None:
@@ -170,10 +171,9 @@ def _write_rendered(folder: Path, rendered: Any) -> None:
         (tmp / "gt.json").write_text(json.dumps(meta))
         if folder.exists():
             shutil.rmtree(folder, ignore_errors=True)
-        try:
+        # If another worker finished the same render first, theirs is identical: keep it.
+        with contextlib.suppress(OSError):
             tmp.rename(folder)
-        except OSError:
-            pass  # another worker finished the same render first; theirs is identical
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -216,7 +216,7 @@ def write_video(
     rate = Fraction(fps).limit_denominator(1001)
     try:
         with av.open(str(tmp), mode="w", format="mp4") as out:
-            stream = out.add_stream(codec, rate=rate)
+            stream: Any = out.add_stream(codec, rate=rate)  # a VideoStream (PyAV types it as a union)
             stream.width = frames.shape[2]
             stream.height = frames.shape[1]
             stream.pix_fmt = pix_fmt
