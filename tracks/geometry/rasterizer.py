@@ -14,7 +14,7 @@ gsplat's rules so both back ends render the same image:
   transmittance after it would fall to ``≤ 1e-4``;
 * a Gaussian touches the tiles ``[floor((μ−r)/ts), ceil((μ+r)/ts))`` with ``r`` gsplat's radius.
 
-Tiling (CPU)::
+Tiling (CPU; all tiles batched, members padded per tile)::
 
     image  ┌────┬────┬────┐   each tile: pixels P = ts², Gaussians G_t that overlap it,
            │ t0 │ t1 │ t2 │   sorted by depth, processed in chunks of ``chunk`` Gaussians
@@ -85,17 +85,26 @@ def composite_tiles(
     height: int,
     *,
     tile_size: int = 16,
-    chunk: int = 2048,
+    chunk: int = 128,
     background: Tensor | None = None,  # [D]
 ) -> tuple[Tensor, Tensor]:
-    """Alpha-composite projected Gaussians of one camera: ``(colors [H, W, D], alphas [H, W, 1])``."""
+    """Alpha-composite projected Gaussians of one camera: ``(colors [H, W, D], alphas [H, W, 1])``.
+
+    All tiles are processed at once: each tile gets its depth-sorted member list padded to the
+    longest one (padding has α = 0), and members are consumed ``chunk`` at a time so memory is
+    ``tiles × chunk × tile_size²`` whatever the Gaussian count. Batching the tiles keeps the
+    number of (small, CPU-overhead-bound) tensor ops independent of the image size.
+    """
     device, dtype = means2d.device, means2d.dtype
     D = colors.shape[-1]
+    tiles_x = (width + tile_size - 1) // tile_size
+    tiles_y = (height + tile_size - 1) // tile_size
+    n_tiles = tiles_x * tiles_y
+    P = tile_size * tile_size
+
     valid = (radii > 0).all(-1)
     ids = torch.nonzero(valid).squeeze(1)
     ids = ids[torch.argsort(depths[ids].detach(), stable=True)]  # front to back
-    tiles_x = (width + tile_size - 1) // tile_size
-    tiles_y = (height + tile_size - 1) // tile_size
 
     with torch.no_grad():
         m = means2d[ids].detach()
@@ -104,70 +113,60 @@ def composite_tiles(
         tmax = torch.ceil((m + r) / tile_size)
         tx0, ty0 = tmin[:, 0].clamp(0, tiles_x), tmin[:, 1].clamp(0, tiles_y)
         tx1, ty1 = tmax[:, 0].clamp(0, tiles_x), tmax[:, 1].clamp(0, tiles_y)
+        tile_x = torch.arange(n_tiles, device=device) % tiles_x
+        tile_y = torch.arange(n_tiles, device=device) // tiles_x
+        member = ((tx0[None] <= tile_x[:, None]) & (tile_x[:, None] < tx1[None])
+                  & (ty0[None] <= tile_y[:, None]) & (tile_y[:, None] < ty1[None]))  # [tiles, Nv]
+        counts = member.sum(1)  # [tiles]
+        g_max = int(counts.max()) if len(ids) else 0
+        # Stable sort of "not a member" keeps members first, in depth order.
+        order = torch.argsort((~member).to(torch.int8), dim=1, stable=True)[:, :g_max]  # [tiles, Gmax]
+        pad = torch.arange(g_max, device=device)[None] >= counts[:, None]  # [tiles, Gmax]
+        gid = ids[order] if g_max else torch.zeros(n_tiles, 0, dtype=torch.long, device=device)  # Gaussian ids
+        ly, lx = torch.meshgrid(torch.arange(tile_size, device=device), torch.arange(tile_size, device=device), indexing="ij")
+        px = (tile_x[:, None] * tile_size + lx.reshape(1, -1)).to(dtype) + 0.5  # [tiles, P]
+        py = (tile_y[:, None] * tile_size + ly.reshape(1, -1)).to(dtype) + 0.5
 
-    out_rows = []
-    acc_rows = []
-    for ty in range(tiles_y):
-        y0, y1 = ty * tile_size, min((ty + 1) * tile_size, height)
-        row_c, row_a = [], []
-        for tx in range(tiles_x):
-            x0, x1 = tx * tile_size, min((tx + 1) * tile_size, width)
-            members = ids[(tx0 <= tx) & (tx < tx1) & (ty0 <= ty) & (ty < ty1)]
-            c, a = _composite_pixels(means2d, conics, opacities, colors, members, x0, x1, y0, y1, chunk)
-            row_c.append(c.reshape(y1 - y0, x1 - x0, D))
-            row_a.append(a.reshape(y1 - y0, x1 - x0, 1))
-        out_rows.append(torch.cat(row_c, 1))
-        acc_rows.append(torch.cat(row_a, 1))
-    img = torch.cat(out_rows, 0)
-    alpha = torch.cat(acc_rows, 0)
-    if background is not None:
-        img = img + background.to(device=device, dtype=dtype) * (1.0 - alpha)
-    return img, alpha
-
-
-def _composite_pixels(
-    means2d: Tensor, conics: Tensor, opacities: Tensor, colors: Tensor, members: Tensor,
-    x0: int, x1: int, y0: int, y1: int, chunk: int,
-) -> tuple[Tensor, Tensor]:
-    """Composite the depth-sorted ``members`` over the pixel block ``[y0:y1, x0:x1]``: ``[P, D], [P]``."""
-    device, dtype = means2d.device, means2d.dtype
-    ys, xs = torch.meshgrid(
-        torch.arange(y0, y1, device=device, dtype=dtype), torch.arange(x0, x1, device=device, dtype=dtype), indexing="ij"
-    )
-    px = xs.reshape(-1) + 0.5  # [P]
-    py = ys.reshape(-1) + 0.5
-    P, D = px.shape[0], colors.shape[-1]
-    out = torch.zeros(P, D, device=device, dtype=dtype)
-    acc = torch.zeros(P, device=device, dtype=dtype)
-    T = torch.ones(P, device=device, dtype=dtype)  # transmittance before the chunk
-    for s in range(0, len(members), chunk):
-        g = members[s : s + chunk]
-        mu, cn = means2d[g], conics[g]  # [G, 2], [G, 3]
-        dx = px[None] - mu[:, 0:1]  # [G, P]
-        dy = py[None] - mu[:, 1:2]
-        sigma = 0.5 * (cn[:, 0:1] * dx * dx + cn[:, 2:3] * dy * dy) + cn[:, 1:2] * dx * dy
-        alpha = torch.clamp_max(opacities[g][:, None] * torch.exp(-sigma), ALPHA_MAX)
-        alpha = torch.where((sigma < 0) | (alpha < ALPHA_MIN), torch.zeros_like(alpha), alpha)
-        T_incl = T[None] * torch.cumprod(1.0 - alpha, 0)  # transmittance after each Gaussian
-        T_excl = torch.cat([T[None], T_incl[:-1]], 0)
+    out = torch.zeros(n_tiles, P, D, device=device, dtype=dtype)
+    acc = torch.zeros(n_tiles, P, device=device, dtype=dtype)
+    T = torch.ones(n_tiles, P, device=device, dtype=dtype)  # transmittance before the chunk
+    for s in range(0, g_max, chunk):
+        g = gid[:, s : s + chunk]  # [tiles, G]
+        mu, cn = means2d[g], conics[g]  # [tiles, G, 2], [tiles, G, 3]
+        dx = px[:, None, :] - mu[..., 0:1]  # [tiles, G, P]
+        dy = py[:, None, :] - mu[..., 1:2]
+        sigma = 0.5 * (cn[..., 0:1] * dx * dx + cn[..., 2:3] * dy * dy) + cn[..., 1:2] * dx * dy
+        alpha = torch.clamp_max(opacities[g][..., None] * torch.exp(-sigma), ALPHA_MAX)
+        skip = (sigma < 0) | (alpha < ALPHA_MIN) | pad[:, s : s + chunk, None]
+        alpha = torch.where(skip, torch.zeros_like(alpha), alpha)
+        T_incl = T[:, None] * torch.cumprod(1.0 - alpha, 1)  # transmittance after each Gaussian
+        T_excl = torch.cat([T[:, None], T_incl[:, :-1]], 1)
         keep = (T_incl > T_MIN).to(dtype)  # gsplat stops before the Gaussian that would cross T_MIN
-        w = alpha * T_excl * keep  # [G, P]
-        out = out + w.T @ colors[g]
-        acc = acc + w.sum(0)
+        w = alpha * T_excl * keep  # [tiles, G, P]
+        out = out + torch.einsum("tgp,tgd->tpd", w, colors[g])
+        acc = acc + w.sum(1)
         T = _next_T(T_incl, keep, T)
         if bool((T <= T_MIN).all()):
             break
-    return out, acc
+
+    # [tiles_y, tiles_x, ts, ts, D] → [H, W, D], cropping the padded border tiles
+    img = out.reshape(tiles_y, tiles_x, tile_size, tile_size, D).permute(0, 2, 1, 3, 4)
+    img = img.reshape(tiles_y * tile_size, tiles_x * tile_size, D)[:height, :width]
+    alpha_img = acc.reshape(tiles_y, tiles_x, tile_size, tile_size).permute(0, 2, 1, 3)
+    alpha_img = alpha_img.reshape(tiles_y * tile_size, tiles_x * tile_size, 1)[:height, :width]
+    if background is not None:
+        img = img + background.to(device=device, dtype=dtype) * (1.0 - alpha_img)
+    return img, alpha_img
 
 
 def _next_T(T_incl: Tensor, keep: Tensor, T_prev: Tensor) -> Tensor:
-    """Transmittance after the last *kept* Gaussian of the chunk, per pixel."""
-    # keep is a prefix mask along dim 0: the kept count k gives T_incl[k-1] (or T_prev if k == 0).
-    k = keep.sum(0).long()  # [P]
-    last = torch.gather(T_incl, 0, (k - 1).clamp_min(0)[None]).squeeze(0)
+    """Transmittance after the last *kept* Gaussian of the chunk, per pixel (``[tiles, P]``)."""
+    # keep is a prefix mask along dim 1: the kept count k gives T_incl[:, k-1] (or T_prev if k == 0).
+    k = keep.sum(1).long()  # [tiles, P]
+    last = torch.gather(T_incl, 1, (k - 1).clamp_min(0)[:, None]).squeeze(1)
     T = torch.where(k > 0, last, T_prev)
     # A pixel that dropped a Gaussian is finished: force it below the threshold.
-    return torch.where(k < T_incl.shape[0], torch.zeros_like(T), T)
+    return torch.where(k < T_incl.shape[1], torch.zeros_like(T), T)
 
 
 def rasterize(

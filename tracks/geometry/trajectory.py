@@ -188,8 +188,8 @@ def camera_score(
       an unreconstructable static video is usually a recorded failure instead)
       ``exp(−Σ‖Δt‖/3) · exp(−Σθ/5°)`` over the estimate's consecutive steps.
     * *moving*: Sim(3)-align positions, then
-      ``translation = 0.4·cos + 0.3·extent + 0.3·position`` where ``cos`` is the mean clipped cosine
-      between corresponding step directions, ``extent`` is ``min/max`` of the two path lengths and
+      ``translation = 0.4·cos + 0.3·extent + 0.3·position`` where ``cos`` is the clipped cosine
+      between the centred position sequences (path shape), ``extent`` is ``min/max`` of the two path lengths and
       ``position = exp(−mean‖Δp‖ / ref path length)``; ``rotation = mean exp(−θ_i / 6°)`` of the
       geodesic errors of aligned orientations. Score = mean(translation, rotation).
     """
@@ -209,13 +209,13 @@ def camera_score(
         return CameraScore(t_part * r_part, t_part, r_part, "static", {"sum_translation": sum_t, "sum_rotation_deg": sum_rot})
 
     aligned, _ = align_trajectory(est_r, ref_r, with_scale=True)
-    d_est = np.diff(aligned[:, :3, 3], axis=0)
-    d_ref = np.diff(ref_r[:, :3, 3], axis=0)
-    n_est, n_ref = np.linalg.norm(d_est, axis=1), np.linalg.norm(d_ref, axis=1)
-    ok = (n_ref > 1e-9) & (n_est > 1e-12)
-    cos = np.zeros(len(d_ref))
-    cos[ok] = np.einsum("ij,ij->i", d_est[ok], d_ref[ok]) / (n_est[ok] * n_ref[ok])
-    cos_term = float(np.clip(cos[n_ref > 1e-9], 0.0, 1.0).mean()) if (n_ref > 1e-9).any() else 0.0
+    # Path shape: cosine between the centred position sequences (robust to per-step jitter,
+    # 1 for a path of the same shape, 0 for an orthogonal or reversed one).
+    c_est = aligned[:, :3, 3] - aligned[:, :3, 3].mean(0)
+    c_ref = ref_r[:, :3, 3] - ref_r[:, :3, 3].mean(0)
+    denom = float(np.linalg.norm(c_est) * np.linalg.norm(c_ref))
+    cos_term = float(np.clip((c_est * c_ref).sum() / denom, 0.0, 1.0)) if denom > 0 else 0.0
+    n_est = np.linalg.norm(np.diff(aligned[:, :3, 3], axis=0), axis=1)
     est_len = float(n_est.sum())
     extent = min(est_len, ref_len) / max(est_len, ref_len) if max(est_len, ref_len) > 0 else 0.0
     pos_err = float(np.linalg.norm(aligned[:, :3, 3] - ref_r[:, :3, 3], axis=1).mean())

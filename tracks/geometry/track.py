@@ -1,0 +1,231 @@
+"""The geometry track (DESIGN.md §5): cameras → Gaussian splats → consistency metrics.
+
+::
+
+    video ──sample──▶ frames ──motion masks──▶ SfM (pycolmap | OpenCV) ──▶ poses, K, sparse points
+                                                   │                         │
+            case.camera.trajectory / reference SfM ┘                         ▼
+                 ATE · RPE · camera score                 splat fit on train frames (k-th held out)
+                 reprojection error · registration rate     ▼
+                                                 held-out PSNR · SSIM · LPIPS, meta view, PLY, VLM
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tracks.geometry.spec import load_spec
+from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.types import Case, MetricValue, Video
+
+logger = logging.getLogger(__name__)
+
+_SPLAT_METRICS = ("heldout_psnr", "heldout_ssim", "heldout_lpips")
+
+
+def _truthy(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    return bool(v)
+
+
+class GeometryTrack(Track):
+    """Camera recovery, Gaussian-splat reconstruction and trajectory metrics for one video."""
+
+    name: ClassVar[str] = "geometry"
+    version: ClassVar[str] = load_spec().version
+
+    def applicability(self, case: Case) -> str | None:
+        reason = super().applicability(case)
+        if reason:
+            return reason
+        if case.num_frames < 3:
+            return f"case {case.id!r} has {case.num_frames} frames; geometry needs at least 3 views"
+        return None
+
+    # ------------------------------------------------------------------ helpers
+    def _opt(self, ctx: EvalContext, key: str) -> Any:
+        return ctx.option(f"geometry.{key}", load_spec().options.get(key))
+
+    @staticmethod
+    def _case_K(case: Case, video: Video) -> np.ndarray | None:
+        """The case's intrinsics rescaled to the video's resolution (``None`` when unknown)."""
+        if case.camera is None or not case.camera.intrinsics:
+            return None
+        K = case.camera.K.copy()
+        H, W = video.resolution
+        sx, sy = W / case.width, H / case.height
+        K[0] *= sx
+        K[1] *= sy
+        return K
+
+    # --------------------------------------------------------------- evaluate
+    def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
+        from tracks.geometry.metrics.camera import NAMES as CAMERA_NAMES
+        from tracks.geometry.metrics.camera import camera_metrics
+        from tracks.geometry.metrics.structure import registration_rate_metric, reprojection_error_metric
+        from tracks.geometry.sfm import motion_masks, recover_cameras, sample_frames
+
+        spec = load_spec()
+        specs = spec.metrics
+        work = Path(ctx.work_dir)
+        work.mkdir(parents=True, exist_ok=True)
+        errors: list[str] = []
+        artifacts: dict[str, str] = {}
+
+        idx = sample_frames(video.num_frames, int(self._opt(ctx, "max_frames")))
+        frames = video.frames[idx]
+        K = self._case_K(case, video)
+        masks = None
+        if _truthy(self._opt(ctx, "mask_dynamic")):
+            with ctx.timed("motion_masks"):
+                masks = motion_masks(frames)
+        with ctx.timed("sfm"):
+            rec = recover_cameras(
+                frames, idx, work, K=K, masks=masks, method=str(self._opt(ctx, "sfm_method")),
+                exhaustive_max=int(self._opt(ctx, "exhaustive_max")), vocab_tree=self._opt(ctx, "vocab_tree"),
+                seed=ctx.seed,
+            )
+        n_reg = int(rec.registered.sum())
+        usable = rec.ok and n_reg >= 3
+        failure = rec.failure or (f"only {n_reg} of {len(idx)} sampled frames registered (need >= 3)" if not usable else None)
+        if failure:
+            errors.append(f"reconstruction failed: {failure}")
+
+        metrics: list[MetricValue] = [registration_rate_metric(specs["registration_rate"], rec)]
+        metrics.append(reprojection_error_metric(specs["reprojection_error"], rec) if usable
+                       else specs["reprojection_error"].failed(f"unreconstructable video: {failure}"))
+
+        # ---- camera trajectory vs reference poses
+        with ctx.timed("camera_metrics"):
+            metrics += self._camera(video, case, ctx, rec, idx, usable, failure, specs, camera_metrics, CAMERA_NAMES)
+
+        # ---- splat fit and held-out views
+        renders_for_judge: list[np.ndarray] = []
+        if usable and len(rec.points) > 0:
+            try:
+                splat_metrics, renders_for_judge, arts = self._splats(frames, rec, ctx, work, specs)
+                metrics += splat_metrics
+                artifacts.update(arts)
+            except (ValueError, RuntimeError) as e:
+                logger.warning("splat fit failed: %s", e)
+                errors.append(f"splat fit failed: {e}")
+                metrics += [specs[n].failed(f"splat fit failed: {e}") for n in _SPLAT_METRICS]
+        else:
+            why = failure or "SfM produced no 3-D points to initialise Gaussians"
+            metrics += [specs[n].failed(f"unreconstructable video: {why}") for n in _SPLAT_METRICS]
+
+        from tracks.geometry.metrics.vlm import vlm_metric
+
+        with ctx.timed("judge"):
+            judge = ctx.judge()
+            if judge is not None and not renders_for_judge:
+                metrics.append(specs["vlm_render_rating"].failed(f"no renders to rate: {failure or 'splat fit failed'}"))
+            else:
+                metrics.append(vlm_metric(specs["vlm_render_rating"], judge, renders_for_judge,
+                                          samples=int(self._opt(ctx, "vlm_samples"))))
+
+        score = mean_normalized(metrics, spec.weights)
+        coverage = {
+            "metrics_ok": sum(m.status == "ok" for m in metrics),
+            "metrics_total": len(metrics),
+            "sampled_frames": int(len(idx)),
+            "registered_frames": n_reg,
+            "sfm_method": rec.method,
+            "intrinsics": "case" if K is not None else "estimated",
+            "dynamic_mask_fraction": float(masks.mean()) if masks is not None else 0.0,
+        }
+        return TrackOutput(metrics=metrics, score=score, coverage=coverage, artifacts=artifacts, errors=errors)
+
+    def _camera(self, video: Video, case: Case, ctx: EvalContext, rec: Any, idx: np.ndarray, usable: bool,
+                failure: str | None, specs: dict, camera_metrics: Any, names: tuple[str, ...]) -> list[MetricValue]:
+        mode = str(self._opt(ctx, "reference_poses"))
+        ref_poses: np.ndarray | None = None
+        ref_valid = np.ones(len(idx), bool)
+        source = ""
+        traj = case.camera.poses if case.camera is not None else np.zeros((0, 4, 4))
+        if mode == "none":
+            return [specs[n].not_applicable("reference poses disabled (geometry.reference_poses=none)") for n in names]
+        if len(traj) >= video.num_frames and len(traj) > 0:
+            ref_poses, source = traj[idx], "case.camera.trajectory"
+        elif len(traj) > 0:
+            return [specs[n].not_applicable(f"case trajectory has {len(traj)} poses but the video has "
+                                            f"{video.num_frames} frames; cannot match frames") for n in names]
+        else:
+            ref = ctx.reference()
+            if ref is None:
+                return [specs[n].not_applicable("case has no camera trajectory and no reference video") for n in names]
+            if not usable:
+                return [specs[n].failed(f"unreconstructable video: {failure}") for n in names]
+            from tracks.geometry.sfm import recover_cameras
+
+            ridx = idx[idx < ref.num_frames]
+            with ctx.timed("reference_sfm"):
+                rrec = recover_cameras(ref.frames[ridx], ridx, Path(ctx.work_dir) / "reference", K=self._case_K(case, ref),
+                                       method=str(self._opt(ctx, "sfm_method")), seed=ctx.seed)
+            if not rrec.ok or rrec.registered.sum() < 3:
+                return [specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}") for n in names]
+            ref_poses = np.tile(np.eye(4), (len(idx), 1, 1))
+            ref_poses[: len(ridx)] = rrec.poses
+            ref_valid = np.zeros(len(idx), bool)
+            ref_valid[: len(ridx)] = rrec.registered
+            source = "reference video SfM"
+        if not usable:
+            return [specs[n].failed(f"unreconstructable video: {failure}") for n in names]
+        both = rec.registered & ref_valid
+        if both.sum() < 3:
+            return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses") for n in names]
+        return camera_metrics(specs, rec.poses[both], ref_poses[both], source)
+
+    def _splats(self, frames: np.ndarray, rec: Any, ctx: EvalContext, work: Path, specs: dict) -> tuple[list[MetricValue], list[np.ndarray], dict[str, str]]:
+        import cv2
+
+        from tracks.geometry.metrics.heldout import lpips_metric, psnr_metric, ssim_metric
+        from tracks.geometry.splat import SplatConfig, export_ply, fit_splats, meta_view_pose, render_views
+
+        iters = int(self._opt(ctx, "splat_iterations"))
+        densify = self._opt(ctx, "densify")
+        cfg = SplatConfig(
+            iterations=iters,
+            holdout_every=int(self._opt(ctx, "holdout_every")),
+            densify=iters >= 200 if str(densify) == "auto" else _truthy(densify),
+            max_gaussians=int(self._opt(ctx, "max_gaussians")),
+            seed=ctx.seed,
+        )
+        reg = np.nonzero(rec.registered)[0]
+        images, c2w = frames[reg], rec.poses[reg]
+        H, W = images.shape[1:3]
+        device = "cuda" if str(ctx.device).startswith("cuda") else "cpu"
+        with ctx.timed("splat_fit"):
+            fit = fit_splats(images, c2w, rec.K, rec.points, rec.colors, cfg, device=device)
+        if not fit.test_ids:
+            reason = f"too few registered frames ({len(reg)}) to hold any out"
+            return [specs[n].failed(reason) for n in _SPLAT_METRICS], [], {}
+        with ctx.timed("splat_render"):
+            preds = render_views(fit, c2w[fit.test_ids], rec.K, W, H)
+            meta = render_views(fit, meta_view_pose(c2w, rec.points, float(self._opt(ctx, "meta_distance")))[None], rec.K, W, H)[0]
+        gts = images[fit.test_ids]
+        metrics = [psnr_metric(specs["heldout_psnr"], gts, preds), ssim_metric(specs["heldout_ssim"], gts, preds)]
+        with ctx.timed("lpips"):
+            metrics.append(lpips_metric(specs["heldout_lpips"], gts, preds, self._opt(ctx, "lpips_weights"), device))
+        fit_details = {"iterations": fit.iterations, "seconds": fit.seconds, "num_gaussians": fit.num_gaussians,
+                       "train_views": len(fit.train_ids), "test_views": len(fit.test_ids), "backend": fit.backend,
+                       "final_loss": fit.losses[-1] if fit.losses else None}
+        for m in metrics:
+            if m.status == "ok":
+                m.details["fit"] = fit_details
+        arts: dict[str, str] = {}
+        out = work / "splat"
+        out.mkdir(exist_ok=True)
+        arts["splats_ply"] = str(export_ply(fit, out / "splats.ply"))
+        for j, (g, p) in enumerate(zip(gts, preds, strict=True)):
+            path = out / f"heldout_{j:02d}.png"
+            cv2.imwrite(str(path), cv2.cvtColor(np.concatenate([g, p], 1), cv2.COLOR_RGB2BGR))
+            arts[f"heldout_{j:02d}"] = str(path)
+        cv2.imwrite(str(out / "meta_view.png"), cv2.cvtColor(meta, cv2.COLOR_RGB2BGR))
+        arts["meta_view"] = str(out / "meta_view.png")
+        return metrics, [*list(preds), meta], arts
