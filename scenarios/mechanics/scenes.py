@@ -290,7 +290,10 @@ class Projectile(MechanicsGenerator):
         hits = _impacts_in(sim, start, end)
         vz = sim.velocities[start:end, 0, 2]
         if hits:
-            return f"the {name} comes down and hits the floor" + (f", bouncing {_count(len(hits) - 1)}" if len(hits) > 1 else "")
+            bounce = f", bouncing {_count(len(hits) - 1)}" if len(hits) > 1 else ""
+            if start == 0 or (vz[0] > 0 and hits[0] is sim.events[0]):
+                return f"the {name} flies up in an arc and comes down onto the floor{bounce}"
+            return f"the {name} hits the floor again{bounce}" if hits[0] is not sim.events[0] else f"the {name} comes down and hits the floor{bounce}"
         if vz[0] > 0 and vz[-1] < 0:
             return f"the {name} rises, reaches the top of its arc and starts to fall"
         if vz.mean() > 0:
@@ -408,7 +411,7 @@ class Sliding(MechanicsGenerator):
         h = 0.12
         return SceneSpec(
             bodies=[BodySpec(f"{color}_box", "box", (h, h, h), color, (-1.4, 0.0, h), (v0, 0.0, 0.0), friction=mu)],
-            floor_friction=mu, cam_eye=(0.0, -4.0, 1.0), cam_target=(0.0, 0.0, 0.4),
+            floor_friction=mu, cam_eye=(0.0, -4.0, 1.0), cam_target=(0.0, 0.0, 0.4), track_contacts=False,
         )
 
     def closed_form(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
@@ -543,7 +546,8 @@ class Stacking(MechanicsGenerator):
             BodySpec(f"{c}_block", "box", (hw, hw, hw), c, (i * shift - 0.2, 0.0, hw + 2 * hw * i + 1e-4 * i), friction=0.9)
             for i, c in enumerate(colors)
         ]
-        return SceneSpec(bodies=bodies, floor_friction=0.9, zeta=1.0, cam_eye=(0.0, -4.0, 0.7), cam_target=(0.0, 0.0, 0.5))
+        return SceneSpec(bodies=bodies, floor_friction=0.9, zeta=1.0, cam_eye=(0.0, -4.0, 0.7), cam_target=(0.0, 0.0, 0.5),
+                         track_contacts=False)
 
     def extra_states(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
         return {"tilt_deg": {b.name: _tilt_deg(sim.quats[:, i]) for i, b in enumerate(spec.bodies)}}
@@ -566,7 +570,7 @@ class Stacking(MechanicsGenerator):
 
 def _tilt_deg(quats: np.ndarray) -> list[float]:
     """Angle between each body's z axis and world up, degrees."""
-    w, x, y, z = quats[:, 0], quats[:, 1], quats[:, 2], quats[:, 3]
+    x, y = quats[:, 1], quats[:, 2]
     zz = 1 - 2 * (x * x + y * y)  # R[2, 2]
     return np.degrees(np.arccos(np.clip(zz, -1, 1))).tolist()
 

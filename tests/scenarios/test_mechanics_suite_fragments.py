@@ -44,11 +44,11 @@ def test_standard_provides_at_least_80_cases_at_128_to_256_px():
     entries = _entries("standard")
     assert len(entries) >= 80
     for _, e in entries:
-        assert 128 <= min(e["params"]["resolution"]) and max(e["params"]["resolution"]) <= 256
+        assert min(e["params"]["resolution"]) >= 128 and max(e["params"]["resolution"]) <= 256
     assert len({(e["generator"], e["seed"]) for _, e in entries}) == len(entries)
 
 
 def test_smoke_cases_build_from_the_fragments():
-    for fam, e in _entries("smoke"):
+    for _fam, e in _entries("smoke"):
         case = GENERATORS.get(e["generator"]).make_case(e["id"], seed=e["seed"], **e["params"])
         assert case.num_frames == e["params"]["num_frames"] and list(case.resolution) == e["params"]["resolution"]
