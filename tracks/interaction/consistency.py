@@ -3,11 +3,10 @@
 * **Text alignment**: mean cosine similarity between each chunk's caption and its frames in
   CLIP space (``interaction.clip_path`` = a local ``transformers`` CLIP folder). Without
   weights the metric is *not applicable* — there is no honest model-free stand-in.
-* **Identity consistency**: does the tracked thing keep its appearance across chunks? The
-  agent (when tracked: its pixels that differ from the temporal-median background, inside a
-  patch around its centroid) or, for camera scenes, the whole frame is described per chunk
-  (HSV histogram, or CLIP image features when weights are given); consistency is the mean
-  similarity of every later chunk's descriptor to the first chunk's.
+* **Identity consistency**: does the tracked thing keep its appearance across chunks? For an
+  agent with a known colour, its tracked component's size and colour per chunk; for camera
+  scenes, the whole frame (HSV histogram, or CLIP image features when weights are given).
+  Consistency is the mean similarity of every later chunk to the first chunk.
 """
 
 from __future__ import annotations
@@ -79,52 +78,46 @@ def _hist(rgb: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     return h / max(h.sum(), 1.0)
 
 
-def identity_consistency(frames: np.ndarray, chunks: Sequence[Chunk], positions: np.ndarray | None = None,
-                         patch: int = 0, scorer: ClipScorer | None = None) -> dict[str, Any]:
-    """Similarity of each later chunk's appearance descriptor to the first chunk's (1 = identical).
+def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, colors: np.ndarray,
+                               color_scale: float = 40.0) -> dict[str, Any]:
+    """Does the tracked agent keep its size and colour across chunks? (1 = identical)
 
-    Args:
-        frames: ``uint8 [T, H, W, 3]``.
-        chunks: the chunks (at least two needed).
-        positions: ``[T, 2]`` agent centroids (pixels); with ``patch > 0`` the descriptor is the
-            agent patch of that half-size around the centroid, else the whole frame.
-        scorer: CLIP features instead of HSV histograms.
+    Per chunk: the median area and mean colour of the tracked component over the frames where
+    it was found. Similarity to the first chunk = ``exp(-|colour difference| / color_scale) *
+    min(area ratio, 1 / area ratio)``; a chunk where the agent is never found scores 0.
     """
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
-    H, W = frames.shape[1:3]
-    # the agent's own pixels = those that differ from the static background (temporal median)
-    background = np.median(frames, axis=0) if positions is not None and patch > 0 else None
+    desc = []
+    for c in chunks:
+        a = areas[c.frame_start : c.frame_end]
+        col = colors[c.frame_start : c.frame_end]
+        ok = (a > 0) & np.isfinite(col).all(axis=1)
+        desc.append((float(np.median(a[ok])), col[ok].mean(axis=0)) if ok.any() else None)
+    sims = []
+    for d in desc[1:]:
+        if desc[0] is None or d is None:
+            sims.append(0.0)  # the tracked identity vanished in this chunk
+            continue
+        ratio = min(d[0], desc[0][0]) / max(d[0], desc[0][0])
+        sims.append(float(np.exp(-np.linalg.norm(d[1] - desc[0][1]) / color_scale) * ratio))
+    return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "area+colour", "region": "agent"}
+
+
+def identity_consistency(frames: np.ndarray, chunks: Sequence[Chunk], scorer: ClipScorer | None = None) -> dict[str, Any]:
+    """Whole-frame appearance of each later chunk vs the first (HSV histogram intersection or CLIP cosine).
+
+    Used for camera scenes, where the 'identity' is the place itself.
+    """
+    if len(chunks) < 2:
+        raise ValueError("identity consistency needs at least two chunks")
     descs = []
     for c in chunks:
-        mid = (c.frame_start + c.frame_end - 1) // 2
-        img = frames[mid]
-        if positions is not None and patch > 0:
-            seg = positions[c.frame_start : c.frame_end]
-            ok = np.isfinite(seg).all(axis=1)
-            if not ok.any():
-                descs.append(None)
-                continue
-            x, y = np.median(seg[ok], axis=0)
-            ys = slice(max(0, int(y) - patch), min(H, int(y) + patch + 1))
-            xs = slice(max(0, int(x) - patch), min(W, int(x) + patch + 1))
-            img = frames[mid][ys, xs]
-            assert background is not None
-            fg = np.abs(img.astype(np.float32) - background[ys, xs]).max(axis=-1) > 25
-        else:
-            fg = None
-        if scorer is not None:
-            descs.append(("clip", scorer.image_features(img[None])[0]))
-        else:
-            descs.append(("hist", _hist(img, fg if fg is not None and fg.sum() >= 3 else None)))
-    first = descs[0]
-    sims = []
-    for d in descs[1:]:
-        if first is None or d is None:
-            sims.append(0.0)  # the tracked identity vanished in this chunk
-        elif d[0] == "clip":
-            sims.append(float(max(0.0, first[1] @ d[1])))
-        else:
-            sims.append(float(np.minimum(first[1], d[1]).sum()))
-    return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": descs[0][0] if descs[0] else "none",
-            "region": "agent" if positions is not None and patch > 0 else "frame"}
+        img = frames[(c.frame_start + c.frame_end - 1) // 2]
+        descs.append(scorer.image_features(img[None])[0] if scorer is not None else _hist(img))
+    if scorer is not None:
+        sims = [float(max(0.0, descs[0] @ d)) for d in descs[1:]]
+    else:
+        sims = [float(np.minimum(descs[0], d).sum()) for d in descs[1:]]
+    return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "clip" if scorer is not None else "hist",
+            "region": "frame"}

@@ -29,12 +29,16 @@ class MotionSeries:
         zoom: ``[T-1]`` log scale change per frame (camera only; zeros for the agent).
         source: ``camera`` or ``agent``.
         positions: ``[T, 2]`` agent centroids in pixels (agent only).
+        areas: ``[T]`` pixel count of the tracked component (0 = not found; agent only).
+        colors: ``[T, 3]`` mean RGB of the tracked component (NaN = not found; agent only).
     """
 
     translation: np.ndarray
     zoom: np.ndarray
     source: str
     positions: np.ndarray | None = None
+    areas: np.ndarray | None = None
+    colors: np.ndarray | None = None
 
 
 def camera_motion(frames: np.ndarray, max_side: int = 128, grid_step: int = 4) -> MotionSeries:
@@ -72,16 +76,22 @@ def camera_motion(frames: np.ndarray, max_side: int = 128, grid_step: int = 4) -
     return MotionSeries(trans, zoom, "camera")
 
 
-def _track_components(masks: np.ndarray, min_area: int = 2, static: np.ndarray | None = None) -> np.ndarray:
+def _track_components(masks: np.ndarray, min_area: int = 2,
+                      static: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Centroid ``[T, 2]`` of one connected component per frame: the largest in the first frame
     where any exists, then the one nearest to the previous position (ties go to the larger).
 
     Components lying mostly on ``static`` (pixels that match in the temporal median frame:
     background of the agent's colour) are used only when nothing else matches.
+
+    Returns:
+        centroids ``[T, 2]`` (NaN when none), areas ``[T]`` and the chosen component's mask ``[T, h, w]``.
     """
     import cv2
 
     out = np.full((len(masks), 2), np.nan)
+    areas = np.zeros(len(masks))
+    chosen = np.zeros(masks.shape, dtype=bool)
     prev: np.ndarray | None = None
     for t, m in enumerate(masks):
         n, labels, stats, cents = cv2.connectedComponentsWithStats(m.astype(np.uint8))
@@ -92,14 +102,17 @@ def _track_components(masks: np.ndarray, min_area: int = 2, static: np.ndarray |
         if not cand:
             continue
         if prev is None:
-            out[t] = max(cand, key=lambda a: a[0])[1]
+            best = max(cand, key=lambda a: a[0])
         else:
-            out[t] = min(cand, key=lambda a: float(np.linalg.norm(a[1] - prev)) - 0.01 * a[0])[1]
+            best = min(cand, key=lambda a: float(np.linalg.norm(a[1] - prev)) - 0.01 * a[0])
+        out[t], areas[t] = best[1], best[0]
+        chosen[t] = labels == best[2]
         prev = out[t]
-    return out
+    return out, areas, chosen
 
 
-def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None, tol: float) -> np.ndarray:
+def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
+                     tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     T, h, w = rgb.shape[:3]
     r0, r1 = (window or {}).get("rows", [0, h])
     c0, c1 = (window or {}).get("cols", [0, w])
@@ -107,10 +120,14 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None, to
     sub = rgb[:, r0:r1, c0:c1].astype(np.float32)
     masks = np.linalg.norm(sub - color[None, None, None, :], axis=-1) <= tol  # [T, h', w']
     static = np.linalg.norm(np.median(sub, axis=0) - color, axis=-1) <= tol
-    return _track_components(masks, static=static) + np.array([c0, r0], dtype=np.float64)
+    # one pixel is enough: colour + window are specific, and small renders shrink sprites to a pixel
+    cents, areas, chosen = _track_components(masks, min_area=1, static=static)
+    full = np.zeros((T, h, w), dtype=bool)
+    full[:, r0:r1, c0:c1] = chosen
+    return cents + np.array([c0, r0], dtype=np.float64), areas, full
 
 
-def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> np.ndarray:
+def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     bg = np.median(gray, axis=0).astype(np.float32)
     masks = np.abs(gray.astype(np.float32) - bg[None]) > thresh
     return _track_components(masks, min_area=4)
@@ -121,10 +138,18 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
     frames = np.asarray(frames)
     w = frames.shape[2]
     if appearance and appearance.get("color") is not None:
-        pos = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32), appearance.get("window"), tol)
+        pos, areas, chosen = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32),
+                                              appearance.get("window"), tol)
+        src = frames
     else:
-        small = resize_rgb(frames, 256)
-        scale = frames.shape[2] / small.shape[2]
-        pos = _blob_centroids(to_gray(small, 256)) * scale
+        src = resize_rgb(frames, 256)
+        scale = frames.shape[2] / src.shape[2]
+        pos, areas, chosen = _blob_centroids(to_gray(src, 256))
+        pos = pos * scale
+        areas = areas * scale**2
+    colors = np.full((len(frames), 3), np.nan)
+    for t in range(len(frames)):
+        if chosen[t].any():
+            colors[t] = src[t][chosen[t]].mean(axis=0)
     trans = np.diff(pos, axis=0) / w
-    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos)
+    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos, areas, colors)

@@ -153,7 +153,7 @@ class InteractionTrack(Track):
 
     def _consistency(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], spec: TrackSpec,
                      scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
-        from tracks.interaction.consistency import identity_consistency, text_alignment
+        from tracks.interaction.consistency import agent_identity_consistency, identity_consistency, text_alignment
 
         out = []
         if scorer is None:
@@ -167,14 +167,15 @@ class InteractionTrack(Track):
         if len(chunks) < 2:
             out.append(spec["identity_consistency"].not_applicable("needs at least two chunks"))
             return out
-        positions, patch = None, 0
         app = agent_appearance(case)
         if app is not None:
             from tracks.interaction.motion import agent_motion
 
-            positions = agent_motion(frames, app).positions
-            patch = max(4, min(frames.shape[1:3]) // 8)
-        ic = identity_consistency(frames, chunks, positions, patch, scorer)
+            m = agent_motion(frames, app)
+            assert m.areas is not None and m.colors is not None
+            ic = agent_identity_consistency(chunks, m.areas, m.colors)
+        else:
+            ic = identity_consistency(frames, chunks, scorer)
         details["identity_consistency"] = ic
         out.append(spec["identity_consistency"].value(ic["mean"], {k: ic[k] for k in ("per_chunk", "descriptor", "region")}))
         return out

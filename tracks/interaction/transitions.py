@@ -12,6 +12,9 @@ Signals (per pair ``t -> t+1``, grey/RGB at <= 128 px):
 * ``warp``: mean absolute residual after warping frame ``t+1`` back onto ``t`` with DIS
   optical flow — motion explains smooth change, not a cut.
 * ``histogram``: 1 - HSV histogram intersection (colour jumps).
+* ``motion``: how far the pair's mean flow vector departs from the median of its four
+  neighbouring pairs — a camera that jumps sideways at a boundary is explained by flow
+  (so ``warp`` stays low) but its motion is discontinuous.
 * ``feature``: 1 - cosine similarity of deep image features, only when a feature extractor
   is given (CLIP/DINO from local weights).
 
@@ -58,12 +61,18 @@ def pair_signals(frames: np.ndarray, feature_fn: FeatureFn | None = None, max_si
     flow = FlowEstimator()
     pixel = np.abs(np.diff(g, axis=0)).mean(axis=(1, 2))
     warp_err = np.empty(len(g) - 1, dtype=np.float64)
+    mean_flow = np.empty((len(g) - 1, 2), dtype=np.float64)
     for t in range(len(g) - 1):
         f = flow(gray[t], gray[t + 1])  # gray[t][y, x] ~ gray[t+1][y + dy, x + dx]
         warp_err[t] = float(np.abs(warp(g[t + 1], f) - g[t]).mean())
+        mean_flow[t] = f.reshape(-1, 2).mean(axis=0)
+    motion = np.empty(len(mean_flow), dtype=np.float64)
+    for t in range(len(mean_flow)):
+        nb = [u for u in (t - 2, t - 1, t + 1, t + 2) if 0 <= u < len(mean_flow)]
+        motion[t] = float(np.linalg.norm(mean_flow[t] - np.median(mean_flow[nb], axis=0))) if nb else 0.0
     hists = np.stack([_hsv_hist(f) for f in rgb])
     hist = 1.0 - np.minimum(hists[1:], hists[:-1]).sum(axis=1)
-    out = {"pixel": pixel.astype(np.float64), "warp": warp_err, "histogram": hist.astype(np.float64)}
+    out = {"pixel": pixel.astype(np.float64), "warp": warp_err, "histogram": hist.astype(np.float64), "motion": motion}
     if feature_fn is not None:
         feats = np.asarray(feature_fn(frames), dtype=np.float64)
         feats /= np.linalg.norm(feats, axis=1, keepdims=True) + 1e-12
@@ -86,7 +95,7 @@ def combine_z(z: dict[str, float]) -> float:
 
 # A signal's z-score denominator never drops below this (absolute, or relative to the median):
 # measurement noise of H.264 video at 128 px sits around 0.3 grey levels per pixel.
-_ABS_FLOOR = {"pixel": 0.5, "warp": 0.5, "histogram": 0.01, "feature": 0.005}
+_ABS_FLOOR = {"pixel": 0.5, "warp": 0.5, "histogram": 0.01, "motion": 0.25, "feature": 0.005}
 _REL_FLOOR = 0.1
 
 

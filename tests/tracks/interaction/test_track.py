@@ -70,17 +70,29 @@ def test_vlm_rubric_goes_through_the_judge(synth, tmp_path):
 
 
 def test_identity_consistency_drops_when_the_agent_changes_colour(synth):
-    from tracks.interaction.consistency import identity_consistency
+    from tracks.interaction.consistency import agent_identity_consistency
     from tracks.interaction.motion import agent_motion
 
     chunks = even_chunks(24, 2)
     same = synth.sprite_video([(1.0, 0.0), (0.0, 1.0)])
     swapped = np.concatenate([same[:12], synth.sprite_video([(1.0, 0.0)], color=(250, 250, 40))[:12]])
-    pos_same = agent_motion(same, None).positions
-    pos_swap = agent_motion(swapped, None).positions
-    a = identity_consistency(same, chunks, pos_same, patch=4)["mean"]
-    b = identity_consistency(swapped, chunks, pos_swap, patch=4)["mean"]
-    assert a > b + 0.2
+    a = agent_motion(same, None)  # the model-free blob tracker: it does not know the colour
+    b = agent_motion(swapped, None)
+    assert agent_identity_consistency(chunks, a.areas, a.colors)["mean"] > 0.8
+    assert agent_identity_consistency(chunks, b.areas, b.colors)["mean"] < 0.1
+    # with the colour known, the agent that changed colour is not found any more: identity lost
+    c = agent_motion(swapped, {"color": [40, 220, 240]})
+    assert agent_identity_consistency(chunks, c.areas, c.colors)["mean"] == 0.0
+
+
+def test_frame_identity_consistency_for_camera_scenes(synth):
+    from tracks.interaction.consistency import identity_consistency
+
+    chunks = even_chunks(24, 2)
+    v = synth.camera_video([(0.5, 0, 0), (0.5, 0, 0)])
+    tinted = v.copy()
+    tinted[12:, ..., 2] = 255
+    assert identity_consistency(v, chunks)["mean"] > identity_consistency(tinted, chunks)["mean"] + 0.3
 
 
 @pytest.fixture(scope="module")
