@@ -72,13 +72,13 @@ class ClipGenerator(CaseGenerator):
     """A window of a real clip.
 
     Params: ``clip`` (``bikes`` | ``bigbuckbunny`` | ``carphone``), ``start`` (source frame,
-    default seeded), ``num_frames`` (32), ``stride`` (1), ``resolution`` [H, W] (64x64),
-    ``num_chunks`` (4).
+    default seeded), ``num_frames`` (32), ``stride`` (1) or ``fps`` (the clip's fps divided by
+    a whole number; sets the stride), ``resolution`` [H, W] (64x64), ``num_chunks`` (4).
     """
 
     name: ClassVar[str] = "realworld.clip"
     version: ClassVar[str] = "1"
-    accepted_params: ClassVar[frozenset[str]] = frozenset({'clip', 'num_chunks', 'num_frames', 'resolution', 'start', 'stride'})
+    accepted_params: ClassVar[frozenset[str]] = frozenset({'clip', 'fps', 'num_chunks', 'num_frames', 'resolution', 'start', 'stride'})
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
         unknown = set(params) - self.accepted_params
@@ -91,6 +91,13 @@ class ClipGenerator(CaseGenerator):
         spec = clips[clip]
         num_frames = int(params.get("num_frames", 32))
         stride = int(params.get("stride", 1))
+        if "fps" in params and "stride" not in params:
+            # the frame rate is the clip's divided by an integer stride
+            ratio = float(spec["fps"]) / float(params["fps"])
+            stride = max(1, round(ratio))
+            if abs(ratio - stride) > 0.02 * ratio:
+                raise ValueError(f"{clip} runs at {spec['fps']:.3f} fps; fps={params['fps']} is not the clip's fps "
+                                 f"divided by a whole number (try {spec['fps'] / max(1, round(ratio)):.3f})")
         span = (num_frames - 1) * stride + 1
         if span > spec["frames"]:
             raise ValueError(f"{clip} has {spec['frames']} frames; num_frames={num_frames} x stride={stride} needs {span}")

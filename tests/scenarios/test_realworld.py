@@ -63,3 +63,10 @@ def test_same_seed_same_bytes():
 def test_window_past_the_end_is_a_clear_error():
     with pytest.raises(ValueError, match="120 frames"):
         clip.make_case("x", clip="carphone", num_frames=100, stride=2)
+
+
+def test_fps_param_picks_a_whole_stride():
+    case = clip.make_case("x", clip="bikes", fps=12.5, num_frames=8, start=0)
+    assert case.metadata["params"]["stride"] == 2 and case.fps == 12.5
+    with pytest.raises(ValueError, match="whole number"):
+        clip.make_case("x", clip="bikes", fps=10, num_frames=8)
