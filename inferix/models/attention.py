@@ -148,7 +148,9 @@ class RopeApplier:
         Returns:
             ``(cos, sin)`` float32 ``[B, F * h * w, 1, head_dim]``.
         """
-        key = (frame_positions.data_ptr(), tuple(frame_positions.shape), frame_positions._version)
+        # Memo by tensor identity: within one forward the same positions tensor is rotated once per
+        # layer for q and k. (No version counter: inference-mode tensors have none.)
+        key = id(frame_positions)
         hit = self._memo.get(key)
         if hit is not None and hit[0] is frame_positions:
             return hit[1]

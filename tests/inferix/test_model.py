@@ -136,3 +136,12 @@ def test_continuous_per_frame_actions_modulate_only_their_frames(tiny_config, ti
     torch.testing.assert_close(ca[:, :, 0], cb[:, :, 0], atol=1e-6, rtol=0)
     with pytest.raises(ValueError, match="action_dim=3"):
         model(x, 300.0, ctx, action=torch.zeros(1, 4))
+
+
+def test_forward_works_under_inference_mode(tiny_model):
+    x, ctx = _inputs()
+    with torch.no_grad():
+        ref = tiny_model(x, 250.0, ctx)
+    with torch.inference_mode():
+        out = tiny_model(x, 250.0, ctx)
+    torch.testing.assert_close(out, ref, atol=0, rtol=0)
