@@ -44,10 +44,16 @@ class Layers:
                 out[t] = (xs.mean(), ys.mean())
         return out
 
-    def main_object(self) -> int:
-        """The object that moves most (centroid path length), ties broken by area."""
+    def main_object(self, start: int = 0) -> int:
+        """The object that moves most (centroid path length), ties broken by area.
+
+        Only objects visible in frames ``start:`` compete, so a perturbation that acts
+        from ``start`` on picks an object it can act on.
+        """
         best, best_key = 0, (-1.0, -1)
         for oid in sorted(set(self.object_ids.values())):
+            if not (self.masks[start:] == oid).any():
+                continue
             c = self.centroids(oid)
             ok = ~np.isnan(c[:, 0])
             path = float(np.nansum(np.linalg.norm(np.diff(c[ok], axis=0), axis=1))) if ok.sum() > 1 else 0.0
@@ -55,7 +61,8 @@ class Layers:
             if key > best_key:
                 best, best_key = oid, key
         if best == 0:
-            raise ValueError("no object pixels found in the masks; this perturbation needs a visible object")
+            raise ValueError(f"no object pixels found in the masks from frame {start} on; "
+                             "this perturbation needs a visible object (use a case with objects)")
         return best
 
 

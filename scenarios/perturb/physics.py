@@ -56,9 +56,9 @@ def gravity_scaled(video: Video, case: Case, s: float, rng: np.random.Generator,
 def teleport(video: Video, case: Case, s: float, rng: np.random.Generator, rendered: Rendered | None):
     """The main object jumps sideways at the middle frame and stays displaced."""
     lay = object_layers(video, rendered)
-    oid = lay.main_object()
     T, H, W = video.frames.shape[:3]
     t0 = T // 2
+    oid = lay.main_object(t0)
     c = lay.centroids(oid)
     x_mid = np.nanmean(c[:, 0]) if not np.isnan(c[:, 0]).all() else W / 2
     dx = s * W / 4 * (-1.0 if x_mid > W / 2 else 1.0)  # jump toward the free side of the frame
@@ -73,9 +73,9 @@ def teleport(video: Video, case: Case, s: float, rng: np.random.Generator, rende
 def vanish(video: Video, case: Case, s: float, rng: np.random.Generator, rendered: Rendered | None):
     """Object permanence broken: the main object disappears."""
     lay = object_layers(video, rendered)
-    oid = lay.main_object()
     T = video.num_frames
     t0 = T - int(round(min(s, 1.0) * T / 2))
+    oid = lay.main_object(min(t0, T - 1))
     out = video.frames.copy()
     for t in range(t0, T):
         m = lay.masks[t] == oid
@@ -89,9 +89,9 @@ def vanish(video: Video, case: Case, s: float, rng: np.random.Generator, rendere
 def appear(video: Video, case: Case, s: float, rng: np.random.Generator, rendered: Rendered | None):
     """An object appears from nowhere: a copy of the main object materialises mid-video."""
     lay = object_layers(video, rendered)
-    oid = lay.main_object()
     T, H, W = video.frames.shape[:3]
     t0 = T // 2
+    oid = lay.main_object(t0)
     c = lay.centroids(oid)
     x_mid = np.nanmean(c[:, 0]) if not np.isnan(c[:, 0]).all() else W / 2
     dx = W / 3 * (-1.0 if x_mid > W / 2 else 1.0)
