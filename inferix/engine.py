@@ -167,7 +167,7 @@ class Session:
         return self.slot.state
 
 
-class SessionFailed(RuntimeError):
+class SessionFailedError(RuntimeError):
     """A session ended in the ``failed`` state; the message says why."""
 
 
@@ -531,7 +531,7 @@ class Engine:
                 in time, so interactive control never sees the future.
 
         Raises:
-            SessionFailed: the session failed (the message says why).
+            SessionFailedError: the session failed (the message says why).
         """
         sid = self.add_session(prompt, num_blocks=num_blocks, seed=seed, action=action, image_latents=image_latents)
         s = self.sessions[sid]
@@ -548,7 +548,7 @@ class Engine:
                     break
                 self.step()
             if s.state == SessionState.FAILED:
-                raise SessionFailed(f"session {sid} failed: {s.error}")
+                raise SessionFailedError(f"session {sid} failed: {s.error}")
         finally:
             if not s.state.done:
                 self.cancel(sid)

@@ -150,3 +150,236 @@ def _sync(device: str) -> None:
         import torch
 
         torch.cuda.synchronize()
+
+
+# ----------------------------------------------------------------------------- benchmarks
+#
+# Ratios measured side by side in one run (bench/bench_inferix.py and `inferix bench` print
+# them; nothing here asserts on time).
+
+
+def _bench_model(size: str, device: str, seed: int = 0) -> Any:
+    """A random-init DiT for benchmarks: ``tiny`` (the test model) or ``small`` (dim 512, 4 layers)."""
+    import torch
+
+    from inferix.models.causal_wan import CausalWanModel
+    from inferix.models.configs import get_config
+
+    cfg = get_config("tiny")
+    if size == "small":
+        cfg = cfg.replace(num_attention_heads=8, attention_head_dim=64, ffn_dim=2048, num_layers=4, in_channels=16,
+                          out_channels=16)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = CausalWanModel(cfg)
+    return model.eval().to(device)
+
+
+class _NullCodec:
+    """Decoding excluded from the DiT benchmarks (the profile command includes it)."""
+
+    spatial_stride = 1
+    temporal_stride = 1
+
+    def stream_decoder(self) -> Any:
+        return self
+
+    def decode(self, latents: Any) -> Any:
+        return latents[:, :3].clamp(-1, 1)
+
+    def num_pixel_frames(self, n: int) -> int:
+        return n
+
+
+def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str, steps: int = 4,
+                max_batch: int = 1, max_sessions: int = 1, max_frames: int = 96) -> Any:
+    import torch
+
+    from inferix.engine import Engine, EngineConfig
+    from inferix.kv_cache import CachePolicy
+    from inferix.schedulers import timesteps
+
+    text_len, text_dim = model.config.text_len, model.config.text_dim
+
+    def text(prompt: str) -> Any:
+        g = torch.Generator().manual_seed(len(prompt))
+        return torch.randn(1, text_len, text_dim, generator=g)
+
+    cfg = EngineConfig(latent_hw=latent_hw, block_frames=3, timesteps=tuple(timesteps("self_forcing"))[:steps],
+                       policy=CachePolicy.parse(policy), max_batch=max_batch, max_sessions=max_sessions,
+                       max_frames=max_frames, device=device)
+    return Engine(model, _NullCodec(), text, cfg)
+
+
+def _block_times(engine: Any, num_blocks: int, prompt: str = "bench") -> list[float]:
+    times = []
+    t = time.perf_counter()
+    for _ in engine.stream(prompt, num_blocks=num_blocks, seed=0):
+        _sync(engine.config.device)
+        now = time.perf_counter()
+        times.append(now - t)
+        t = now
+    return times
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2]
+
+
+def bench_latency_growth(model: Any, latent_hw: tuple[int, int], device: str, late: int = 100,
+                         policy: str = "rolling:9") -> dict[str, Any]:
+    """Per-block latency at block ``late`` vs block 5 (medians of 5 blocks around each)."""
+    eng = _engine_for(model, latent_hw, policy, device, max_frames=3 * (late + 4))
+    times = _block_times(eng, late + 3)
+    early, late_t = _median(times[3:8]), _median(times[late - 2 : late + 3])
+    return {"policy": policy, "block5_s": early, f"block{late}_s": late_t, "ratio": late_t / early}
+
+
+def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: str, num_blocks: int = 30,
+                              steps: int = 4) -> dict[str, Any]:
+    """``num_blocks`` blocks with the KV cache vs recomputing all past blocks at every step (no cache)."""
+    import torch
+
+    from inferix.models.attention import FullAttention
+    from inferix.models.causal_wan import velocity_to_x0
+    from inferix.schedulers import timesteps
+
+    eng = _engine_for(model, latent_hw, "full", device, steps=steps, max_frames=3 * num_blocks + 6)
+    t0 = time.perf_counter()
+    _block_times(eng, num_blocks)
+    cached = time.perf_counter() - t0
+
+    ts = tuple(timesteps("self_forcing"))[:steps]
+    c = model.config.in_channels
+    h, w = latent_hw
+    s = (h // model.config.patch_size[1]) * (w // model.config.patch_size[2])
+    ctx = model.cross_attention_kv(torch.randn(1, model.config.text_len, model.config.text_dim, device=device))
+    clean = torch.zeros(1, c, 0, h, w, device=device)
+    g = torch.Generator().manual_seed(0)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for b in range(num_blocks):
+            x = torch.randn((1, c, 3, h, w), generator=g).to(device)
+            f = 3 * (b + 1)
+            mask = FullAttention.block_causal(f, 3, s, device=device)
+            for i, t in enumerate(ts):
+                seq = torch.cat([clean, x], 2)
+                tt = torch.cat([torch.zeros(3 * b), torch.full((3,), t)])[None].to(device)
+                v = model(seq, tt, ctx, mask)[:, :, -3:]
+                x0 = velocity_to_x0(x, v, t)
+                x = x0 if i + 1 == len(ts) else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(
+                    x.shape, generator=g).to(device)
+            clean = torch.cat([clean, x], 2)
+    _sync(device)
+    recompute = time.perf_counter() - t0
+    return {"blocks": num_blocks, "cached_s": cached, "recompute_s": recompute, "speedup": recompute / cached}
+
+
+def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str, sessions: int = 4,
+                           num_blocks: int = 8) -> dict[str, Any]:
+    """Frames per second of ``sessions`` sessions batched in one engine vs one session alone."""
+    eng = _engine_for(model, latent_hw, "rolling:9", device)
+    t0 = time.perf_counter()
+    _block_times(eng, num_blocks)
+    one = 3 * num_blocks / (time.perf_counter() - t0)
+    eng = _engine_for(model, latent_hw, "rolling:9", device, max_batch=sessions, max_sessions=sessions)
+    ids = [eng.add_session(f"p{i}", num_blocks=num_blocks, seed=i) for i in range(sessions)]
+    t0 = time.perf_counter()
+    eng.run()
+    _sync(device)
+    many = 3 * num_blocks * sessions / (time.perf_counter() - t0)
+    assert all(eng.session(i).blocks_done == num_blocks for i in ids)
+    return {"sessions": sessions, "one_session_fps": one, "batched_fps": many, "throughput_ratio": many / one}
+
+
+def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: int = 5) -> dict[str, Any]:
+    """Achieved FLOP/s of one DiT block forward (FLOPs counted by torch's FlopCounterMode) as a
+    fraction of a plain matmul with the same FLOP count, both timed in this run."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from inferix.models.attention import FullAttention
+
+    cfg = model.config
+    h, w = latent_hw
+    x = torch.randn(1, cfg.in_channels, 3, h, w, device=device)
+    ctx = model.cross_attention_kv(torch.randn(1, cfg.text_len, cfg.text_dim, device=device))
+    be = FullAttention()
+    with torch.no_grad():
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(x, torch.tensor([500.0], device=device), ctx, be)
+        flops = counter.get_total_flops()
+        model(x, torch.tensor([500.0], device=device), ctx, be)  # warm-up
+        _sync(device)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            model(x, torch.tensor([500.0], device=device), ctx, be)
+        _sync(device)
+        dit_s = (time.perf_counter() - t0) / repeats
+        n = max(64, round((flops / 2) ** (1 / 3)))  # square matmul with ~ the same FLOPs
+        a = torch.randn(n, n, device=device)
+        b = torch.randn(n, n, device=device)
+        a @ b
+        _sync(device)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        _sync(device)
+        mm_s = (time.perf_counter() - t0) / repeats
+    dit_flops, mm_flops = flops / dit_s, 2 * n**3 / mm_s
+    return {"dit_gflop": flops / 1e9, "dit_gflops_per_s": dit_flops / 1e9, "matmul_n": n,
+            "matmul_gflops_per_s": mm_flops / 1e9, "fraction_of_matmul": dit_flops / mm_flops}
+
+
+def bench_memory_long_vs_short(long_s: float = 60.0, short_s: float = 5.0, policy: str = "rolling:9",
+                               steps: int = 1) -> dict[str, Any]:
+    """Peak resident memory of ``inferix generate --model tiny`` for a long vs a short video,
+    each in a fresh process (peak RSS cannot be reset inside one)."""
+    import subprocess
+    import tempfile
+
+    code = ("import resource,sys; from inferix.cli import main; "
+            "rc = main(sys.argv[1:]); "
+            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+    out: dict[str, Any] = {"policy": policy}
+    with tempfile.TemporaryDirectory() as d:
+        for name, secs in (("short", short_s), ("long", long_s)):
+            cmd = [sys.executable, "-c", code, "generate", "--model", "tiny", "--seconds", str(secs), "--out",
+                   f"{d}/{name}.mp4", "--policy", policy, "--steps", str(steps), "--height", "32", "--width", "32"]
+            r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            peak = int(next(line.split()[1] for line in r.stdout.splitlines() if line.startswith("PEAK")))
+            out[f"{name}_{secs:g}s_peak_bytes"] = peak
+    out["ratio"] = out[f"long_{long_s:g}s_peak_bytes"] / out[f"short_{short_s:g}s_peak_bytes"]
+    return out
+
+
+def run_bench(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
+    """All Inferix benchmarks; ``quick`` shrinks sizes for a smoke run."""
+    import platform
+
+    import torch
+
+    torch.manual_seed(0)
+    tiny = _bench_model("tiny", device)
+    small = _bench_model("small", device)
+    results: dict[str, Any] = {
+        "device": device,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "machine": platform.processor() or platform.machine(),
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() and device.startswith("cuda") else None,
+    }
+    late = 20 if quick else 100
+    # engine-level ratios on the tiny DiT (64 tokens per latent frame): cheap enough for 100+ blocks on CPU
+    hw = (16, 16)
+    results["latency_rolling"] = bench_latency_growth(tiny, hw, device, late=late, policy="rolling:9")
+    results["latency_full"] = bench_latency_growth(tiny, hw, device, late=late, policy="full")
+    results["cached_vs_recompute"] = bench_cached_vs_recompute(tiny, hw, device, num_blocks=8 if quick else 30)
+    results["batched_sessions"] = bench_batched_sessions(tiny, hw, device, sessions=4, num_blocks=3 if quick else 8)
+    # arithmetic efficiency on a wider DiT (dim 512, 768 tokens per block) and on the tiny one
+    results["flops_small"] = bench_flops(small, (32, 32), device)
+    results["flops_tiny"] = bench_flops(tiny, hw, device)
+    results["memory"] = bench_memory_long_vs_short(20.0 if quick else 60.0, 5.0)
+    return results

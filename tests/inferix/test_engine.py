@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from inferix.engine import Engine, EngineConfig, SessionFailed
+from inferix.engine import Engine, EngineConfig, SessionFailedError
 from inferix.kv_cache import CachePolicy
 from inferix.models.attention import ContiguousKVCache
 from inferix.models.causal_wan import velocity_to_x0
@@ -139,7 +139,7 @@ def test_a_failing_session_does_not_take_others_down(tiny):
     assert eng.session(good).state == SessionState.FINISHED
     for o, r in zip(eng.pop_outputs(good), ref, strict=True):
         torch.testing.assert_close(o.latents, r.latents, atol=1e-5, rtol=0)
-    with pytest.raises(SessionFailed, match="unknown action id 99"):
+    with pytest.raises(SessionFailedError, match="unknown action id 99"):
         next(iter(Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, encoder).stream("x", action="broken")))
 
 
@@ -185,3 +185,31 @@ def test_stream_controls_are_pulled_just_in_time(tiny):
     assert asked == [1, 2]
     assert [o.prompt for o in outs] == ["old prompt", "old prompt", "new prompt"]
     assert outs[2].action == "jump"
+
+
+def test_offloading_cold_blocks_to_host_gives_the_same_frames(tiny):
+    """Full policy with 2 device blocks + host pool: older blocks live on the host, read one at a time."""
+    ref = _run_alone(tiny, "a long road", 11, 5, policy="full")
+    eng = _engine(tiny, policy="full", num_device_blocks=2, num_host_blocks=8)
+    sid = eng.add_session("a long road", num_blocks=None, seed=11)
+    outs = []
+    while len(outs) < 5:
+        outs += eng.step()
+    assert eng.kv.num_blocks(sid, "host") == 3 and eng.kv.num_blocks(sid, "device") == 2
+    for o, r in zip(outs, ref, strict=True):
+        torch.testing.assert_close(o.latents, r.latents, atol=1e-5, rtol=0)
+    assert eng.usage()["host_bytes_used"] == 3 * eng.usage()["bytes_per_block"]
+
+
+def test_first_frame_image_conditions_the_session(tiny):
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[:8] = 255
+    lat = tiny.encode_image(img, HW)
+    assert lat.shape == (1, tiny.model.config.in_channels, 1, *HW)
+    plain = _run_alone(tiny, "x", 0, 1)
+    eng = _engine(tiny)
+    with_image = list(eng.stream("x", num_blocks=1, seed=0, image_latents=lat))
+    assert (with_image[0].latents - plain[0].latents).abs().max() > 1e-3
+    assert eng.kv.usage()["device_blocks_used"] == 0
+    with pytest.raises(ValueError, match="image_latents must be"):
+        eng.add_session("x", image_latents=lat[:, :3])

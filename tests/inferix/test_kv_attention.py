@@ -29,14 +29,14 @@ class AttnStack:
     def __call__(self, x, frame_positions, backend):
         from inferix.models.attention import RopeApplier
 
-        b, l, c = x.shape
+        b, n, c = x.shape
         hd = c // self.heads
         rope = RopeApplier(hd, self.grid, frame_positions)
         for i, w in enumerate(self.w):
             q, k, v = (x @ w[j] for j in range(3))
-            q, k, v = (t.reshape(b, l, self.heads, hd) for t in (q, k, v))
+            q, k, v = (t.reshape(b, n, self.heads, hd) for t in (q, k, v))
             out = backend.self_attention(i, q, k, v, rope)
-            x = x + out.reshape(b, l, c) @ w[3]
+            x = x + out.reshape(b, n, c) @ w[3]
         return x
 
 

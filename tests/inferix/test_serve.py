@@ -59,15 +59,14 @@ def test_websocket_streams_the_same_frames_as_the_engine(tiny):
 
 
 def test_actions_sent_back_steer_later_blocks_and_bad_ones_are_reported(tiny):
-    with TestClient(create_app(_engine(tiny), tiny, max_ahead=1)) as client:
-        with client.websocket_connect("/ws") as ws:
-            ws.send_json({"prompt": "a maze", "seed": 0, "num_blocks": 6, "action": "left"})
-            ws.receive_json()
-            first = ws.receive_json()
-            ws.receive_bytes()
-            ws.send_json({"action": "fly"})
-            ws.send_json({"action": "jump"})
-            blocks, end, errors = _receive_all(ws)
+    with TestClient(create_app(_engine(tiny), tiny, max_ahead=1)) as client, client.websocket_connect("/ws") as ws:
+        ws.send_json({"prompt": "a maze", "seed": 0, "num_blocks": 6, "action": "left"})
+        ws.receive_json()
+        first = ws.receive_json()
+        ws.receive_bytes()
+        ws.send_json({"action": "fly"})
+        ws.send_json({"action": "jump"})
+        blocks, end, errors = _receive_all(ws)
     assert first["action"] == "left"
     actions = [m["action"] for m, _ in blocks]
     assert actions[-1] == "jump"
@@ -94,13 +93,20 @@ def test_a_failing_session_ends_with_an_error_while_another_streams_on(tiny):
         return torch.tensor([99]) if action == "broken" else tiny.action_encoder(action)
 
     engine = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, encoder)
-    with TestClient(create_app(engine, tiny)) as client:
-        with client.websocket_connect("/ws") as good, client.websocket_connect("/ws") as bad:
-            good.send_json({"prompt": "ok", "num_blocks": 3})
-            bad.send_json({"prompt": "ok", "num_blocks": 3, "action": "broken"})
-            good.receive_json()
-            bad.receive_json()
-            _, bad_end, _ = _receive_all(bad)
-            good_blocks, good_end, _ = _receive_all(good)
+    with (TestClient(create_app(engine, tiny)) as client, client.websocket_connect("/ws") as good,
+          client.websocket_connect("/ws") as bad):
+        good.send_json({"prompt": "ok", "num_blocks": 3})
+        bad.send_json({"prompt": "ok", "num_blocks": 3, "action": "broken"})
+        good.receive_json()
+        bad.receive_json()
+        _, bad_end, _ = _receive_all(bad)
+        good_blocks, good_end, _ = _receive_all(good)
     assert bad_end["state"] == "failed" and "unknown action id 99" in bad_end["error"]
     assert good_end["state"] == "finished" and len(good_blocks) == 3
+
+
+def test_gradio_demo_page_is_mounted(tiny):
+    pytest.importorskip("gradio")
+    with TestClient(create_app(_engine(tiny), tiny, gradio=True)) as client:
+        r = client.get("/demo/")
+        assert r.status_code == 200 and "gradio" in r.text.lower()
