@@ -56,6 +56,7 @@ __all__ = [
     "load_model_weights",
     "read_state_dict",
     "resolve_checkpoint",
+    "save_pretrained",
     "to_wan_layout",
     "wan_to_diffusers_key",
 ]
@@ -432,3 +433,29 @@ def load_model_weights(model: CausalWanModel, state_dict: Mapping[str, torch.Ten
         len(unexpected),
     )
     return layout
+
+
+def save_pretrained(model: CausalWanModel, path: str | Path, layout: Layout = "diffusers") -> Path:
+    """Write ``model`` as ``config.json`` + weights that :func:`~inferix.models.build_model` (and, for
+    models without actions, diffusers' ``WanTransformer3DModel.from_pretrained``) read back.
+
+    Args:
+        model: the model.
+        path: output directory (created).
+        layout: ``"diffusers"`` (``diffusion_pytorch_model.safetensors``) or ``"wan"`` (original names,
+            ``model.safetensors``) — e.g. to convert a Self-Forcing ``.pt`` into a safe format.
+
+    Returns:
+        The directory.
+    """
+    from safetensors.torch import save_file
+
+    out = Path(path).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    (out / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2))
+    if layout == "wan":
+        save_file(to_wan_layout(state), str(out / "model.safetensors"))
+    else:
+        save_file(state, str(out / "diffusion_pytorch_model.safetensors"))
+    return out
