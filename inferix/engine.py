@@ -157,6 +157,7 @@ class Session:
     timings: dict[str, float] = field(default_factory=lambda: {"denoise": 0.0, "cache_update": 0.0, "decode": 0.0})
     started: float = field(default_factory=time.perf_counter)
     first_frame_s: float | None = None
+    prefix_frames: Any = None  # decoded conditioning frames, emitted with block 0
 
     @property
     def id(self) -> str:
@@ -214,8 +215,10 @@ class Engine:
 
         Args:
             image_latents: optional ``[1, C, F0, h, w]`` clean latents of conditioning frames
-                (image-to-video): committed to the session's KV cache at once by one t = 0 pass,
-                so every generated block attends to them (they are not emitted as output).
+                (image-to-video): committed to the session's KV cache at once by one t = 0 pass
+                at positions ``0..F0-1``, so every generated block attends to them; they are
+                decoded first (through the session's stream decoder) and their frames open
+                block 0's output, as ``inferix.pipeline.generate_blocks`` does.
 
         Raises:
             ValueError: duplicate id, bad ``num_blocks``, an action the model does not know.
@@ -263,6 +266,9 @@ class Engine:
                    backend=self.backend, frame_positions=positions,
                    action=None if s.action_tensor is None else s.action_tensor.to(self.device))
         self.kv.commit(s.id, f0)
+        from inferix.models.vae import to_uint8
+
+        s.prefix_frames = to_uint8(s.decoder.decode(latents.to(self.device, self.model.dtype)))[0].cpu().numpy()
 
     def pause(self, session_id: str) -> None:
         """Stop scheduling a session (its KV cache stays)."""
@@ -462,6 +468,8 @@ class Engine:
         from inferix.models.vae import to_uint8
 
         frames = to_uint8(s.decoder.decode(s.x))[0].cpu().numpy()  # [T, H, W, 3]
+        if s.prefix_frames is not None:
+            frames, s.prefix_frames = np.concatenate([s.prefix_frames, frames]), None
         s.timings["decode"] = time.perf_counter() - t0
         if s.first_frame_s is None:
             s.first_frame_s = time.perf_counter() - s.started

@@ -8,8 +8,6 @@ import torch
 
 from inferix.engine import Engine, EngineConfig, SessionFailedError
 from inferix.kv_cache import CachePolicy
-from inferix.models.attention import ContiguousKVCache
-from inferix.models.causal_wan import velocity_to_x0
 from inferix.registry import load_model
 from inferix.scheduler import SessionState
 
@@ -40,32 +38,26 @@ def _run_alone(tiny, prompt, seed, blocks, policy="rolling:6", action=None):
     return eng.pop_outputs(sid)
 
 
-def test_engine_matches_a_plain_contiguous_cache_loop(tiny):
-    """One session through the block pool == the explicit per-block loop over ContiguousKVCache."""
-    outs = _run_alone(tiny, "a red ball", 3, 3, policy="full", action="forward")
-    model, ts = tiny.model, tiny.timesteps[:2]
-    g = torch.Generator().manual_seed(3)
-    cache = ContiguousKVCache()
-    ctx = model.cross_attention_kv(tiny.text_encoder("a red ball"))
-    act = tiny.action_encoder("forward")
-    ref = []
-    with torch.no_grad():
-        for b in range(3):
-            x = torch.randn((1, model.config.in_channels, 3, *HW), generator=g)
-            pos = torch.arange(3 * b, 3 * b + 3)[None]
-            cache.commit = False
-            for i, t in enumerate(ts):
-                x0 = velocity_to_x0(x, model(x, torch.tensor([t]), ctx, cache, pos, act), t)
-                x = (
-                    x0
-                    if i + 1 == len(ts)
-                    else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(x.shape, generator=g)
-                )
-            cache.commit = True
-            model(x, torch.tensor([0.0]), ctx, cache, pos, act)
-            ref.append(x[0])
-    for o, r in zip(outs, ref, strict=True):
-        torch.testing.assert_close(o.latents, r, atol=1e-5, rtol=0)
+@pytest.mark.parametrize("with_image", [False, True])
+def test_engine_matches_the_single_session_pipeline(tiny, with_image):
+    """One session through the block pool == inferix.pipeline.generate_blocks (ContiguousKVCache)."""
+    from inferix.pipeline import generate_blocks
+    from inferix.schedulers import FlowMatchSampler
+
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[:, :8] = 200
+    first = torch.from_numpy(img).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1 if with_image else None
+    ref = generate_blocks(tiny.model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.timesteps[:2]),
+                          latent_hw=HW, text_encoder=tiny.text_encoder, action=tiny.action_encoder("forward"),
+                          first_frame=first, generator=torch.Generator().manual_seed(3))
+    eng = _engine(tiny, policy="full")
+    lat = tiny.encode_image(img, HW) if with_image else None
+    outs = list(eng.stream("a red ball", num_blocks=3, seed=3, action="forward", image_latents=lat))
+    got = torch.cat([o.latents for o in outs], 1)
+    torch.testing.assert_close(got, ref.latents[0, :, 1 if with_image else 0 :], atol=1e-5, rtol=0)
+    frames = np.concatenate([o.frames for o in outs])
+    assert np.abs(frames.astype(int) - ref.frames[0].numpy().astype(int)).max() <= 1
+    assert len(outs[0].frames) == (4 if with_image else 3)  # the image opens block 0
 
 
 def test_two_sessions_batched_give_the_same_frames_as_alone(tiny):
