@@ -1,5 +1,16 @@
 """Inferix models: the block-causal Wan DiT, its attention boundary, VAE and text encoder.
 
+Modules:
+
+* ``attention``   — the model/KV-cache boundary: ``AttentionBackend``, ``RopeApplier`` (3-axis RoPE
+  on the fly, un-roped cache), ``FullAttention``, ``ContiguousKVCache``, ``block_causal_mask``.
+* ``causal_wan``  — ``CausalWanModel`` (Wan2.1 DiT, diffusers-identical math), ``CrossAttentionKV``.
+* ``configs``     — ``WanConfig`` and the named configs ``tiny``, ``wan2.1-1.3b``, ``wan2.1-14b``.
+* ``loading``     — diffusers / original-Wan (Self-Forcing, CausVid) checkpoints, the key map, errors.
+* ``factory``     — ``build_model(name_or_path, device, dtype)``.
+* ``vae``         — ``WanVAECodec`` (block-streamed causal decode), ``IdentityCodec``.
+* ``text_encoder``— ``UMT5TextEncoder``, ``PrecomputedTextEncoder``, ``load_text_encoder``.
+
 Import-light: torch-heavy modules load only when their names are used.
 """
 

@@ -79,10 +79,11 @@ def build_model(
         cfg = infer_config(state)
         logger.info("no config.json for %s: inferred %s", name, cfg)
     # Build without allocating random weights (a 14B init on CPU takes minutes), then load.
+    # Cast on meta first so the device copy is allocated once, in the target dtype (14B bf16 = 28 GB).
     with torch.device("meta"):
-        model = CausalWanModel(cfg)
+        model = CausalWanModel(cfg).to_dtype(dtype)
     model = model.to_empty(device=device)
     if model.action_embedder is not None:
         model.action_embedder.reset_parameters()  # kept if the checkpoint has no action weights
-    load_model_weights(model, state, strict=strict)
-    return model.to_dtype(dtype).eval()
+    load_model_weights(model, state, strict=strict)  # copy_ casts each tensor to the parameter's dtype
+    return model.eval()
