@@ -2,9 +2,11 @@
 
 Combination rule (per applicable rule):
 
-1. *Check verdict*: ``fail`` if any of the rule's model-free checks fails, ``pass`` if at
-   least one passes and none fails, none if all are not applicable. Its soft score is the
-   **minimum** of the checks' soft scores (the weakest piece of evidence).
+1. *Check verdict*: ``fail`` if any of the rule's model-free checks fails; ``pass`` if none
+   fails and the rule's own (first-listed) check passes; none otherwise — the ride-along
+   checks (continuity, permanence, rigidity) can veto a rule but never pass it alone. Its
+   soft score is the **minimum** of the applicable checks' soft scores (the weakest piece of
+   evidence), none when there is no check verdict.
 2. *Judge verdict*: the majority of ``k`` compliance samples (none without a judge, on a tie
    or when the judge failed).
 3. Decision: only one verdict → it decides. Both and they agree → ``checks+judge``. They
@@ -45,16 +47,21 @@ class RuleVerdict:
     decided_by: Decider | None = None
 
     @property
+    def primary(self) -> CheckResult | None:
+        """The rule's own check (first in ``rules.yaml``); the others ride along."""
+        return next((c for c in self.checks if c.check == self.rule.checks[0]), None) if self.rule.checks else None
+
+    @property
     def check_verdict(self) -> bool | None:
-        st = [c.status for c in self.checks]
-        if "fail" in st:
+        if any(c.status == "fail" for c in self.checks):
             return False
-        if "pass" in st:
-            return True
-        return None
+        p = self.primary
+        return True if p is not None and p.status == "pass" else None
 
     @property
     def check_score(self) -> float | None:
+        if self.check_verdict is None:
+            return None
         sc = [c.score for c in self.checks if c.status != "not_applicable" and c.score is not None]
         return float(min(sc)) if sc else None
 

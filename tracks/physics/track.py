@@ -10,7 +10,8 @@ Pipeline for one (video, case):
    reference (gravity, impact, combustibility, color_mixing).
 4. Per rule: its model-free checks (``rules.yaml``), then the judge's stage-2 compliance
    verdict, combined by :func:`tracks.physics.scoring.decide`.
-5. Metrics from :func:`tracks.physics.scoring.summarize`; evidence JSON and a set-of-mark
+5. Metrics from :func:`tracks.physics.scoring.summarize`, plus ``trajectory_agreement`` (the
+   objects' paths against the simulator's reference); evidence JSON and a set-of-mark
    contact sheet in ``ctx.work_dir``.
 
 Options (``ctx.option``): ``physics.segmenter`` (``opencv`` | ``sam:/ckpt.pth``),
@@ -114,6 +115,34 @@ def object_hints(case: Case, ref: Analysis | None, ref_frames: np.ndarray | None
         name = hints[k]["name"] if k < len(hints) and hints[k].get("name") else f"object{k + 1}"
         learned.append({"name": name, "color": [int(round(c)) for c in tr.mean_color]})
     return learned or hints
+
+
+def trajectory_agreement(gen: Analysis, ref: Analysis, cap: float = 0.5) -> tuple[float | None, dict[str, Any]]:
+    """Mean distance (frame heights) between each reference object's centroid and the same
+    object's centroid in the video, frame by frame (time-resampled when lengths differ).
+
+    Frames where the reference shows the object and the video does not count ``cap``; each
+    distance is capped at ``cap``. The simulator's reference is the physically correct outcome,
+    so this is a graded, model-free fidelity measure that complements the rule checks.
+    """
+    from tracks.physics.checks import object_names, series
+
+    per: dict[str, float] = {}
+    Tr, Tg = len(ref.frames), len(gen.frames)
+    idx = np.clip(np.round(np.linspace(0, Tg - 1, Tr)).astype(int), 0, Tg - 1)
+    for n in object_names(ref.tracks):
+        if n.startswith("#"):
+            continue  # unnamed blobs have no counterpart to compare with
+        rc = series(ref.tracks, n)[0] / ref.frames.shape[1]
+        gc = series(gen.tracks, n)[0][idx] / gen.frames.shape[1]
+        seen = ~np.isnan(rc[:, 0])
+        if seen.sum() == 0:
+            continue
+        d = np.linalg.norm(gc[seen] - rc[seen], axis=1)
+        per[n] = float(np.mean(np.minimum(np.nan_to_num(d, nan=cap), cap)))
+    if not per:
+        return None, {}
+    return float(np.mean(list(per.values()))), {"per_object": per}
 
 
 class PhysicsTrack(Track):
@@ -228,6 +257,11 @@ class PhysicsTrack(Track):
                     "no judge configured (--judge none): model-free checks only" if judge is None else
                     (no_rules or "the judge gave no usable verdict")),
         ]
+        if ref is not None:
+            err, tdet = trajectory_agreement(gen, ref)
+            metrics.append(_metric("trajectory_agreement", err, "no named object was tracked in the reference", tdet))
+        else:
+            metrics.append(_metric("trajectory_agreement", None, "the case has no reference video"))
         for d in ("mechanics", "thermal", "material"):
             metrics.append(_metric(f"pass_rate_{d}", summary[f"pass_rate_{d}"], f"no applicable {d} rule got a verdict"))
         metrics.append(_metric("rule_coverage", summary["coverage"], no_rules or "no applicable rule"))

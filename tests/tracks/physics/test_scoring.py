@@ -12,10 +12,11 @@ from tracks.physics.scoring import RuleVerdict, decide, summarize
 
 def _v(check: str | None, judge: bool | None = None, agreement: float = 1.0, rule: str = "gravity", score: float = 0.5):
     checks = []
+    primary = get_rule(rule).checks[0]
     if check == "na":
-        checks = [CheckResult("gravity", "not_applicable", None, reason="nothing moves")]
+        checks = [CheckResult(primary, "not_applicable", None, reason="nothing moves")]
     elif check is not None:
-        checks = [CheckResult("gravity", check, 1.0 if check == "pass" else score)]
+        checks = [CheckResult(primary, check, 1.0 if check == "pass" else score)]
     j = None if judge is None else JudgeVerdict(judge, agreement, [judge] * 3)
     return RuleVerdict(get_rule(rule), "case", checks, j)
 
@@ -45,3 +46,12 @@ def test_summary_pass_rate_ignores_unjudged_and_reports_coverage():
     assert s["pass_rate_mechanics"] == 0.5 and s["pass_rate_thermal"] is None
     assert s["kinematic_compliance"] == pytest.approx((1.0 + 0.2) / 2)
     assert s["decided_by"] == {"gravity": "checks", "impact": "checks", "melting": None}
+
+
+def test_ride_along_checks_can_veto_but_not_pass_a_rule():
+    rule = get_rule("impact")  # checks: impact (own), continuity, permanence, rigidity
+    na = CheckResult("impact", "not_applicable", None, reason="no collision in the reference")
+    v = decide(RuleVerdict(rule, "case", [na, CheckResult("continuity", "pass", 1.0)]), 3)
+    assert (v.verdict, v.check_score) == (None, None)
+    v = decide(RuleVerdict(rule, "case", [na, CheckResult("permanence", "fail", 0.1)]), 3)
+    assert (v.verdict, v.decided_by, v.check_score) == (False, "checks", 0.1)

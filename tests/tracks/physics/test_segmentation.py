@@ -35,7 +35,7 @@ def test_resting_object_leaves_no_ghost(ball, ball_hints):
 
 def test_tiny_blobs_are_dropped():
     frames = np.full((4, 64, 64, 3), 200, np.uint8)
-    frames[:, 10:12, 10:12] = (255, 0, 0)  # 4 px < 0.5 % of 4096
+    frames[:, 10:11, 10:13] = (255, 0, 0)  # 3 px < 4 px floor
     seg = OpenCVSegmenter().segment(frames, [{"name": "speck", "color": [255, 0, 0]}])
     assert (seg.labels == 0).all()
 

@@ -36,13 +36,20 @@ def _nanmin(a: np.ndarray) -> float:
     return float(a.min()) if len(a) else np.inf
 
 
-def bounces(y: np.ndarray, fps: float, max_plateau: int = 2) -> list[tuple[int, int]]:
-    """Bounces: frame ranges ``(first, last)`` (inclusive) at the bottom of a down-then-up turn.
+def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1) -> list[tuple[int, int]]:
+    """Bounces: frame ranges ``(first, last)`` (inclusive) at a *sharp* turn of vertical motion.
 
-    The lowest samples may form a short plateau (the contact fell between two frames), so the
-    turn is found across up to ``max_plateau`` frames of no vertical motion.
+    ``direction=1``: down-then-up turns (off a floor); ``-1``: up-then-down (off a ceiling).
+    The extreme samples may form a short plateau (the contact fell between two frames), so
+    the turn is found across up to ``max_plateau`` frames without vertical motion. A turn is
+    sharp (a contact) when the velocity jump across it exceeds 3x the median frame-to-frame
+    velocity change: a smooth apex under constant acceleration changes velocity by one
+    frame's worth of gravity only.
     """
+    y = y * direction
     v = np.diff(y) * fps  # v[t] = motion from frame t to t+1
+    dv = np.abs(np.diff(v))
+    typical = float(np.nanmedian(dv)) if np.isfinite(dv).any() else 0.0
     out: list[tuple[int, int]] = []
     t = 1
     while t < len(y) - 1:
@@ -52,11 +59,14 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2) -> list[tuple[int, 
         u = t
         while u < len(v) and u - t <= max_plateau and not np.isnan(v[u]) and abs(v[u]) <= REST_SPEED:
             u += 1
-        # A real contact: a clear drop before and a clear rise after (not pixel jitter).
+        if u >= len(v) or u - t > max_plateau or np.isnan(v[u]) or v[u] >= -REST_SPEED:
+            t += 1
+            continue
+        # A real contact: a clear drop before, a clear rise after, and an abrupt velocity reversal.
         drop = y[t] - _nanmin(y[max(0, t - 3) : t])
         rise = y[u] - _nanmin(y[u + 1 : u + 4])
-        if (u < len(v) and u - t <= max_plateau and not np.isnan(v[u]) and v[u] < -REST_SPEED
-                and drop >= MIN_FLIGHT_RANGE / 2 and rise >= MIN_FLIGHT_RANGE / 3):
+        sharp = v[t - 1] - v[u] > 3 * typical
+        if drop >= MIN_FLIGHT_RANGE / 2 and rise >= MIN_FLIGHT_RANGE / 3 and sharp:
             out.append((t, u))
             t = u + 1
         else:
@@ -76,7 +86,7 @@ def flights(y: np.ndarray, fps: float) -> list[Flight]:
     (the contact happened somewhere around it); resting tails are trimmed.
     """
     ok = ~np.isnan(y)
-    for b0, b1 in bounces(y, fps):
+    for b0, b1 in bounces(y, fps) + bounces(y, fps, direction=-1):  # contacts below and above
         ok[b0 : b1 + 1] = False
     out = []
     for seg in runs(ok):
@@ -105,28 +115,36 @@ def mean_accel(fl: list[Flight]) -> float | None:
     return float(np.average([f.accel for f in fl], weights=w))
 
 
-def hover_frames(y: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04) -> int:
-    """Frames an object spends at rest (≥ 3 in a row) with its bottom above ``rest_level - tol``:
-    an unsupported object that should be falling."""
-    speed = np.full(len(y), np.nan)
-    speed[1:] = np.abs(np.diff(y)) * fps
-    still = (speed < REST_SPEED) & (bottom < rest_level - tol)
+def speed2d(cen: np.ndarray, fps: float) -> np.ndarray:
+    """Centroid speed per frame (``nan`` at frame 0 and around gaps), same units as ``cen`` per second."""
+    sp = np.full(len(cen), np.nan)
+    sp[1:] = np.linalg.norm(np.diff(cen, axis=0), axis=1) * fps
+    return sp
+
+
+def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04) -> int:
+    """Frames an object spends at rest (≥ 3 in a row, 2-D speed) with its bottom above
+    ``rest_level - tol``: an unsupported object that should be falling."""
+    still = (speed2d(cen, fps) < REST_SPEED) & (bottom < rest_level - tol)
     return int(sum(len(r) + 1 for r in runs(still) if len(r) >= 2))
 
 
-def spontaneous_rises(y: np.ndarray, fps: float, window: int = 8) -> list[int]:
-    """Frames where an object at rest (≥ 3 frames) starts rising by itself: it climbs at least
-    :data:`MIN_FLIGHT_RANGE` within ``window`` frames. Nothing at rest lifts off without a push
-    (the signature of time-reversed falls and of reversed gravity)."""
-    speed = np.full(len(y), np.nan)
-    speed[1:] = np.abs(np.diff(y)) * fps
+def spontaneous_starts(cen: np.ndarray, fps: float, window: int = 8) -> list[int]:
+    """Frames where an object at rest (≥ 3 frames) starts moving by itself other than by falling:
+    within ``window`` frames it rises, or slides sideways, by at least :data:`MIN_FLIGHT_RANGE`.
+    Nothing at rest lifts off or speeds up without a push (Newton's first law) — the signature
+    of time-reversed falls, slides and reversed gravity. Falling from rest is allowed."""
     out = []
-    for r in runs(speed < REST_SPEED):
+    for r in runs(speed2d(cen, fps) < REST_SPEED):
         if len(r) < 2:
             continue
         e = int(r[-1])
-        ahead = y[e + 1 : e + 1 + window]
-        ahead = ahead[~np.isnan(ahead)]
-        if len(ahead) and y[e] - ahead.min() >= MIN_FLIGHT_RANGE:
+        ahead = cen[e + 1 : e + 1 + window]
+        ahead = ahead[~np.isnan(ahead[:, 0])]
+        if not len(ahead):
+            continue
+        rise = cen[e, 1] - ahead[:, 1].min()
+        side = np.abs(ahead[:, 0] - cen[e, 0]).max()
+        if rise >= MIN_FLIGHT_RANGE or side >= MIN_FLIGHT_RANGE:
             out.append(e)
     return out

@@ -4,8 +4,9 @@ Measured on the subject (the object that moves most): the mean downward accelera
 flight segments (quadratic fit per segment, split at bounces), the fit residual, and
 frames spent at rest in mid-air (above the lowest level the object reaches in the reference).
 
-Objects at rest never lift off by themselves (a resting object that starts rising is the
-signature of time-reversed falls).
+Objects at rest never start moving by themselves other than by falling (a resting object
+that lifts off or slides away is the signature of time-reversed falls and slides). Hovering
+and spontaneous starts count beyond what the reference itself shows.
 
 Score = soft_ratio(a / a_ref) · exp(-max(0, rms - 0.01) / 0.02) · (1 - hover share / 2)
 · 0.3^(spontaneous rises).
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, not_applicable, series, soft_ratio, subject
-from tracks.physics.checks._kinematics import flights, hover_frames, mean_accel, spontaneous_rises
+from tracks.physics.checks._kinematics import flights, hover_frames, mean_accel, spontaneous_starts
 
 VERSION = "1"
 NAME = "gravity"
@@ -29,7 +30,8 @@ def run(inp: CheckInput) -> CheckResult:
         return not_applicable(NAME, "no moving object was tracked")
     H = inp.height
     cen, _, box = series(inp.tracks, name, clipped=False)
-    y = cen[:, 1] / H
+    cen = cen / H
+    y = cen[:, 1]
     bottom = box[:, 3] / H
     fl = flights(y, inp.fps)
     a = mean_accel(fl)
@@ -40,12 +42,15 @@ def run(inp: CheckInput) -> CheckResult:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
         rcen, _, rbox = series(inp.ref_tracks, name, clipped=False)
         rh = inp.ref_frames.shape[1]
-        ry = rcen[:, 1] / rh
+        rcen = rcen / rh
+        ry = rcen[:, 1]
         a_ref = mean_accel(flights(ry, inp.ref_fps or inp.fps))
         if a_ref is None or a_ref <= 0:
             return not_applicable(NAME, f"the reference shows no falling motion of {name!r}", accel_ref=a_ref)
         rest_level = float(np.nanmax(rbox[:, 3] / rh))
-        ref_rises = len(spontaneous_rises(ry, inp.ref_fps or inp.fps))
+        rfps = inp.ref_fps or inp.fps
+        ref_rises = len(spontaneous_starts(rcen, rfps))
+        ref_hover = hover_frames(rcen, rbox[:, 3] / rh, rfps, rest_level)
         ratio = (a if a is not None else 0.0) / a_ref
         measured.update(accel_ref=a_ref, ratio=ratio)
         acc_ok = 0.6 <= ratio <= 1.6
@@ -53,15 +58,17 @@ def run(inp: CheckInput) -> CheckResult:
         if a is None:
             return not_applicable(NAME, f"{name!r} has no flight segment to fit")
         rest_level = float(np.nanmax(bottom))
-        ref_rises = 0
+        ref_rises = ref_hover = 0
         dur = max(len(f.frames) for f in fl) / inp.fps
         ratio = 1.0 if 0.5 * a * dur**2 > 0.02 else (a * dur**2 / 0.04)
         acc_ok = ratio >= 1.0
 
     seen = int((~np.isnan(y)).sum())
-    hov = hover_frames(y, bottom, inp.fps, rest_level) if seen else 0
+    # Hovering and spontaneous starts count beyond what the reference itself shows (a floating
+    # body rests above the floor; a collision launches a resting one).
+    hov = max(0, hover_frames(cen, bottom, inp.fps, rest_level) - ref_hover) if seen else 0
     hover_share = hov / max(seen, 1)
-    rises = spontaneous_rises(y, inp.fps)
+    rises = spontaneous_starts(cen, inp.fps)
     # A push the reference also shows (a collision launching a resting body) is not spontaneous.
     extra_rises = max(0, len(rises) - ref_rises)
     measured.update(hover_frames=hov, rest_level=rest_level, spontaneous_rises=rises, rises_ref=ref_rises)

@@ -1,12 +1,13 @@
 """Impact: a collision never adds energy, and a bouncing object settles like the reference.
 
-At every bounce of the subject (vertical motion turning from down to up) the rebound height
+At every bounce of the subject (a sharp turn of vertical motion from down to up) the rebound height
 is compared with the drop height: ``h_after / h_before = e²`` must not exceed 1 (energy
 cannot grow at a contact; 10 % slack for pixel noise). If the reference bounces, the video
-must bounce too, and if the reference comes to rest, so must the video.
+must bounce too, and if the reference comes to rest, so must the video. Sharp up-to-down
+turns the reference does not have are rebounds off nothing (a mirrored, gravity-reversed fall).
 
 Score = exp(-max(0, gain - 1.05) / 0.3) · (0.3 if no bounce where the reference has one)
-· (0.6 if it does not come to rest where the reference does).
+· (0.6 if it does not come to rest where the reference does) · 0.3^(extra ceiling rebounds).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, not_applicable, series, subject
-from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames
+from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames, bounces
 
 VERSION = "1"
 NAME = "impact"
@@ -48,17 +49,20 @@ def run(inp: CheckInput) -> CheckResult:
     ratios = height_ratios(y, b)
     gain = max(ratios, default=0.0)
     rests = at_rest_at_end(y, inp.fps)
-    measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain, "comes_to_rest": rests}
-    ref_bounces, ref_rests = None, None
+    up = len(bounces(y, inp.fps, direction=-1))  # rebounds off nothing above
+    measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain, "comes_to_rest": rests,
+                      "ceiling_bounces": up}
+    ref_bounces, ref_rests, ref_up = None, None, 0
     if inp.has_reference:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
         ry = series(inp.ref_tracks, name, clipped=False)[0][:, 1] / inp.ref_frames.shape[1]
         ref_bounces = len(bounce_frames(ry, inp.ref_fps or inp.fps))
         ref_rests = at_rest_at_end(ry, inp.ref_fps or inp.fps)
-        measured.update(ref_bounces=ref_bounces, ref_comes_to_rest=ref_rests)
+        ref_up = len(bounces(ry, inp.ref_fps or inp.fps, direction=-1))
+        measured.update(ref_bounces=ref_bounces, ref_comes_to_rest=ref_rests, ref_ceiling_bounces=ref_up)
         if ref_bounces == 0:
             return not_applicable(NAME, f"the reference shows no collision of {name!r}", **measured)
-    elif not b:
+    elif not b and not up:
         return not_applicable(NAME, f"no bounce of {name!r} to check")
 
     score = float(np.exp(-max(0.0, gain - 1.05) / 0.3))
@@ -68,6 +72,10 @@ def run(inp: CheckInput) -> CheckResult:
     if ref_bounces and not b:
         score *= 0.3
         problems.append("no bounce where the reference bounces")
+    extra_up = max(0, up - ref_up)
+    if extra_up:
+        score *= 0.3**extra_up
+        problems.append(f"rebounds downward off nothing {extra_up} time(s)")
     if ref_rests and not rests:
         score *= 0.6
         problems.append("does not come to rest")

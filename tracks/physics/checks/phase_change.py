@@ -17,9 +17,9 @@ from tracks.physics.checks import (
     CheckResult,
     monotone_fraction,
     not_applicable,
+    object_names,
     series,
     soft_ratio,
-    subject,
 )
 
 VERSION = "1"
@@ -42,13 +42,30 @@ def net_change(a: np.ndarray) -> float:
     return (a1 - a0) / max(a0, a1, 1e-6)
 
 
+def _changing_body(inp: CheckInput, direction: int) -> str | None:
+    """The object whose area changes most in the rule's direction (in the reference if any):
+    the melting ice, not the growing puddle."""
+    tracks, frames = (inp.ref_tracks, inp.ref_frames) if inp.has_reference else (inp.tracks, inp.frames)
+    assert tracks is not None and frames is not None
+    pixels = int(np.prod(frames.shape[1:3]))
+    changes = {n: net_change(area_curve(tracks, n, pixels)) for n in object_names(tracks)}
+    best = max(changes, key=lambda n: changes[n] * direction, default=None)
+    if best is not None and changes[best] * direction > 0:
+        return best
+    # Nothing changes the right way. Without a reference the case still says the rule applies,
+    # so judge the body that changes most (it will fail); with one, the rule has no subject.
+    if inp.has_reference or not changes:
+        return None
+    return max(changes, key=lambda n: abs(changes[n]))
+
+
 def run(inp: CheckInput) -> CheckResult:
     direction = DIRECTION.get(inp.rule)
     if direction is None:
         return not_applicable(NAME, f"rule {inp.rule!r} is not a phase change")
-    name = subject(inp, prefer="area")
+    name = _changing_body(inp, direction)
     if name is None:
-        return not_applicable(NAME, "no object whose area changes was tracked")
+        return not_applicable(NAME, f"no object that {'shrinks' if direction < 0 else 'grows'} was tracked")
     H, W = inp.frames.shape[1:3]
     a = area_curve(inp.tracks, name, H * W)
     mono = monotone_fraction(a, direction)
