@@ -77,3 +77,13 @@ def test_to_uint8_layout_and_range():
     out = to_uint8(px)
     assert out.dtype == torch.uint8 and out.shape == (1, 2, 2, 2, 3)
     assert out[0, 0, 0, 0].tolist() == [0, 128, 255]
+
+
+def test_from_pretrained_reads_a_pipeline_vae_folder(tmp_path, tiny_vae):
+    tiny_vae.vae.save_pretrained(tmp_path / "vae")
+    codec = WanVAECodec.from_pretrained(tmp_path)  # a Wan pipeline directory with vae/
+    latents = torch.randn(1, 4, 2, 4, 4)
+    torch.testing.assert_close(codec.decode(latents), tiny_vae.decode(latents), atol=0, rtol=0)
+    assert (codec.latent_channels, codec.temporal_stride, codec.spatial_stride) == (4, 4, 8)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        WanVAECodec.from_pretrained(tmp_path / "missing")
