@@ -4,7 +4,8 @@ sliding with friction, buoyancy (float/sink) and stacking/toppling.
 Every generator:
 
 * builds a :class:`~scenarios.mechanics.sim.SceneSpec` from ``seed`` and ``params``
-  (explicit params win over seeded draws),
+  (explicit params win over seeded draws; common params: ``resolution``, ``num_frames``,
+  ``fps``, ``num_chunks``, ``camera_distance``),
 * simulates it once in :meth:`make_case` (cheap, no rendering) to write captions from the
   simulated state ("the red ball falls and bounces twice") and inline ground truth,
 * renders in :meth:`render` by replaying the cached simulation: RGB, object masks, depth,
@@ -112,6 +113,11 @@ class MechanicsGenerator(CaseGenerator):
         _, T, fps, _ = common_params(params)
         rng = np.random.default_rng(seed)
         spec = self.scene(rng, dict(params), fps)
+        if "camera_distance" in params:  # every scene's camera looks along +y; move it back or closer
+            d = float(params["camera_distance"])
+            if d <= 0.5:
+                raise ValueError(f"camera_distance must be > 0.5 m, got {d}")
+            spec.cam_eye = (spec.cam_eye[0], -d, spec.cam_eye[2])
         sim = simulate(spec, fps, T, force_fn=self.force_fn(spec))
         _SIM_CACHE[key] = (spec, sim)
         if len(_SIM_CACHE) > _SIM_CACHE_SIZE:
@@ -237,9 +243,9 @@ class FreeFall(MechanicsGenerator):
         color = _color(params, rng)
         h = _param(params, "height", rng.uniform(0.9, 1.5))
         x = _param(params, "x", rng.uniform(-0.5, 0.5))
-        r = _param(params, "radius", 0.12)
+        r = _param(params, "radius", 0.15)
         return SceneSpec(bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (x, 0.0, h + r))],
-                         cam_eye=(0.0, -4.5, 0.9), cam_target=(0.0, 0.0, 0.9))
+                         cam_eye=(0.0, -3.2, 0.85), cam_target=(0.0, 0.0, 0.85))
 
     def closed_form(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
         b = spec.bodies[0]
@@ -274,13 +280,13 @@ class Projectile(MechanicsGenerator):
 
     def scene(self, rng: np.random.Generator, params: dict[str, Any], fps: float) -> SceneSpec:
         color = _color(params, rng)
-        speed = _param(params, "speed", rng.uniform(3.2, 4.2))
+        speed = _param(params, "speed", rng.uniform(3.0, 3.8))
         angle = math.radians(_param(params, "angle_deg", rng.uniform(45.0, 65.0)))
-        r = _param(params, "radius", 0.12)
+        r = _param(params, "radius", 0.15)
         return SceneSpec(
-            bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (-1.4, 0.0, 0.35),
+            bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (-1.1, 0.0, 0.35),
                              (speed * math.cos(angle), 0.0, speed * math.sin(angle)))],
-            cam_eye=(0.0, -4.8, 0.9), cam_target=(0.0, 0.0, 0.9),
+            cam_eye=(0.0, -3.6, 0.9), cam_target=(0.0, 0.0, 0.9),
         )
 
     closed_form = FreeFall.closed_form
@@ -318,10 +324,10 @@ class Bounce(MechanicsGenerator):
         e = _param(params, "restitution", round(float(rng.uniform(0.55, 0.85)), 2))
         h = _param(params, "height", rng.uniform(0.9, 1.3))
         x = _param(params, "x", rng.uniform(-0.4, 0.4))
-        r = _param(params, "radius", 0.12)
+        r = _param(params, "radius", 0.15)
         zeta = calibrate_restitution(round(e, 4), round(h, 6), fps, r)
         return SceneSpec(bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (x, 0.0, h + r))], zeta=zeta,
-                         cam_eye=(0.0, -4.5, 0.8), cam_target=(0.0, 0.0, 0.8), meta={"restitution": e})
+                         cam_eye=(0.0, -3.2, 0.8), cam_target=(0.0, 0.0, 0.8), meta={"restitution": e})
 
     def extra_states(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
         return {"restitution_setting": spec.meta["restitution"], "contact_damping_ratio": spec.zeta,
@@ -359,14 +365,14 @@ class Collision(MechanicsGenerator):
         v0 = _param(params, "speed", rng.uniform(1.5, 2.5))
         ratio = _param(params, "mass_ratio", rng.choice([0.5, 1.0, 2.0]))  # m_b / m_a
         e = _param(params, "restitution", round(float(rng.uniform(0.6, 0.9)), 2))
-        r = 0.12
+        r = 0.15
         zeta = calibrate_restitution(round(e, 4), 0.3, fps, r)
         return SceneSpec(
             bodies=[
                 BodySpec(f"{ca}_ball", "sphere", (r,), ca, (-1.2, 0.0, r), (v0, 0.0, 0.0), density=1000.0),
                 BodySpec(f"{cb}_ball", "sphere", (r,), cb, (0.0, 0.0, r), (0.0, 0.0, 0.0), density=1000.0 * ratio),
             ],
-            zeta=zeta, cam_eye=(0.0, -4.0, 1.0), cam_target=(0.0, 0.0, 0.4), meta={"restitution": e},
+            zeta=zeta, cam_eye=(0.0, -3.2, 0.7), cam_target=(0.0, 0.0, 0.3), meta={"restitution": e},
         )
 
     def closed_form(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
@@ -408,10 +414,10 @@ class Sliding(MechanicsGenerator):
         color = _color(params, rng)
         mu = _param(params, "friction", rng.uniform(0.25, 0.6))
         v0 = _param(params, "speed", rng.uniform(2.0, 3.0))
-        h = 0.12
+        h = 0.14
         return SceneSpec(
-            bodies=[BodySpec(f"{color}_box", "box", (h, h, h), color, (-1.4, 0.0, h), (v0, 0.0, 0.0), friction=mu)],
-            floor_friction=mu, cam_eye=(0.0, -4.0, 1.0), cam_target=(0.0, 0.0, 0.4), track_contacts=False,
+            bodies=[BodySpec(f"{color}_box", "box", (h, h, h), color, (-1.2, 0.0, h), (v0, 0.0, 0.0), friction=mu)],
+            floor_friction=mu, cam_eye=(0.0, -3.3, 0.8), cam_target=(0.0, 0.0, 0.3), track_contacts=False,
         )
 
     def closed_form(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
@@ -466,7 +472,7 @@ class Buoyancy(MechanicsGenerator):
                 BodySpec("wooden_ball", "sphere", (r,), "brown", (xl, 0.0, 1.15), density=rho_light),
                 BodySpec("stone_ball", "sphere", (r,), "grey", (xh, 0.0, 1.15), density=rho_heavy),
             ],
-            zeta=1.0, extra_xml=water, hide_groups_in_masks=(2,), cam_eye=(0.0, -4.2, 0.8), cam_target=(0.0, 0.0, 0.6),
+            zeta=1.0, extra_xml=water, hide_groups_in_masks=(2,), cam_eye=(0.0, -3.4, 0.75), cam_target=(0.0, 0.0, 0.55),
         )
 
     def force_fn(self, spec: SceneSpec) -> Any:
@@ -546,7 +552,7 @@ class Stacking(MechanicsGenerator):
             BodySpec(f"{c}_block", "box", (hw, hw, hw), c, (i * shift - 0.2, 0.0, hw + 2 * hw * i + 1e-4 * i), friction=0.9)
             for i, c in enumerate(colors)
         ]
-        return SceneSpec(bodies=bodies, floor_friction=0.9, zeta=1.0, cam_eye=(0.0, -4.0, 0.7), cam_target=(0.0, 0.0, 0.5),
+        return SceneSpec(bodies=bodies, floor_friction=0.9, zeta=1.0, cam_eye=(0.0, -3.0, 0.6), cam_target=(0.0, 0.0, 0.45),
                          track_contacts=False)
 
     def extra_states(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:

@@ -161,3 +161,11 @@ def test_bad_params_raise_clear_errors():
         M.FREE_FALL.make_case("x", resolution=[4, 4])
     with pytest.raises(ValueError, match="restitution"):
         M.BOUNCE.make_case("x", restitution=1.5)
+
+
+def test_sliding_box_stops_where_coulomb_friction_says():
+    spec, sim = M.SLIDING._simulate(0, {"num_frames": 40, "fps": 20, "friction": 0.4, "speed": 2.5})
+    cf = M.SLIDING.closed_form(spec, sim)[spec.bodies[0].name]
+    x = sim.positions[:, 0, 0]
+    assert abs((x[-1] - x[0]) - cf["stop_distance"]) < 0.005  # v0^2 / (2 mu g)
+    assert np.abs(x - cf["x"]).max() < 0.005

@@ -14,7 +14,7 @@ from worldolympiad.registries import PERTURBATIONS
 def fall():
     # a large ball falling in front of a static camera for most of the clip
     case = M.FREE_FALL.make_case("pf", seed=1, resolution=[64, 64], num_frames=16, fps=24, num_chunks=4,
-                                 height=1.5, x=0.0, radius=0.2)
+                                 height=1.5, x=0.0, radius=0.2, camera_distance=4.5)
     return case, M.FREE_FALL.render(case)
 
 
