@@ -169,13 +169,36 @@ def _ls_rules() -> str:
                    for r in data["rules"]])
 
 
+def _suite_counts_without_building(name: str) -> int | None:
+    """Case count from the provider module's ``suite_counts() -> {name: n}``, if it has one.
+
+    Building a suite calls every generator's ``make_case``; a provider can list its counts
+    from data instead (``scenarios.suites.suite_counts`` reads the YAML fragments), which
+    keeps ``ls suites`` instant.
+    """
+    import importlib
+
+    from worldolympiad.registries import SUITES
+
+    target = SUITES._entry(name).target  # the lazy "module:attr" string, read without loading it
+    if not isinstance(target, str):
+        return None
+    try:
+        counts = getattr(importlib.import_module(target.split(":", 1)[0]), "suite_counts", None)
+        result = counts() if callable(counts) else None
+    except Exception:  # noqa: BLE001 - fall back to building the suite
+        return None
+    return int(result[name]) if isinstance(result, dict) and name in result else None
+
+
 def _ls_suites() -> str:
     from worldolympiad.registries import SUITES
 
     rows = []
     for n, d in SUITES.items():
         try:
-            count = f"{len(SUITES.get(n)())} cases"
+            known = _suite_counts_without_building(n)
+            count = f"{known if known is not None else len(SUITES.get(n)())} cases"
         except Exception as e:  # noqa: BLE001 - a suite that cannot build is listed with why
             count = f"(unavailable: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})"
         rows.append((n, count, d.get("description", "")))
