@@ -28,6 +28,7 @@ from scenarios._mujoco import (
     intrinsics_from_fovy,
     look_at_quat_mj,
 )
+from scenarios.procedural.common import story
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import CameraSpec, Case, Video, even_chunks
 
@@ -200,7 +201,7 @@ class RoomFlythrough(CaseGenerator):
             fps=s["fps"],
             num_frames=s["T"],
             resolution=s["res"],
-            prompt="A camera walks through a furnished room with colourful patterned walls. " + " Then ".join(captions),
+            prompt="A camera walks through a furnished room with colourful patterned walls. " + story(captions),
             chunks=even_chunks(s["T"], s["nc"], captions=captions, actions=actions),
             camera=CameraSpec.from_arrays(s["K"], s["poses"]),
             tracks=self.tracks,

@@ -41,6 +41,7 @@ from scenarios.mechanics.sim import (
     render_states,
     simulate,
 )
+from scenarios.procedural.common import story
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import CameraSpec, Case, PhysicsSpec, Video, even_chunks
 
@@ -151,9 +152,7 @@ class MechanicsGenerator(CaseGenerator):
             },
             "events": [{k: (round(v, 7) if isinstance(v, float) else v) for k, v in e.items()} for e in sim.events],
         }
-        prompt = self.summary.format(**{f"c{i}": b.color for i, b in enumerate(spec.bodies)}) + " " + " Then ".join(
-            c for c in captions if c
-        )
+        prompt = self.summary.format(**{f"c{i}": b.color for i, b in enumerate(spec.bodies)}) + " " + story(captions)
         return Case(
             id=case_id,
             scenario="realworld",

@@ -172,7 +172,7 @@ class ProceduralGenerator(CaseGenerator):
             fps=fps,
             num_frames=T,
             resolution=res,
-            prompt=f"Time-lapse: {self.prompt_text} " + " Then ".join(captions),
+            prompt=f"Time-lapse: {self.prompt_text} " + story(captions),
             chunks=even_chunks(T, nc, captions=captions, actions=[None] * nc),
             physics=PhysicsSpec(rules=self.rules, objects=objects, ground_truth=gt),
             tracks=self.tracks,
@@ -210,6 +210,15 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     return v
+
+
+def story(captions: list[str]) -> str:
+    """Chunk captions as sentences: "First, a. Then, b. Then, c." (repeats collapsed)."""
+    out: list[str] = []
+    for c in captions:
+        if c and (not out or not out[-1].endswith(c + ".")):
+            out.append(("First, " if not out else "Then, ") + c + ".")
+    return " ".join(out)
 
 
 def pct(x: float) -> str:

@@ -71,9 +71,9 @@ class Melting(ProceduralGenerator):
 
     def caption(self, q: dict[str, Any], start: int, end: int) -> str:
         m0, m1 = q["melted_fraction"][start], q["melted_fraction"][end - 1]
-        if m0 >= 0.999:
+        if m0 >= 0.995:
             return "only a puddle of water is left on the plate"
-        if m1 >= 0.999:
+        if m1 >= 0.995:
             return "the last of the ice cube melts away, leaving a puddle"
         return f"the ice cube shrinks as it melts ({pct(m1)} melted) and the puddle around it spreads"
 
@@ -113,9 +113,9 @@ class Freezing(ProceduralGenerator):
 
     def caption(self, q: dict[str, Any], start: int, end: int) -> str:
         f1 = q["ice_fraction"][end - 1]
-        if q["ice_fraction"][start] >= 0.999:
+        if q["ice_fraction"][start] >= 0.995:
             return "the water is frozen solid"
-        if f1 >= 0.999:
+        if f1 >= 0.995:
             return "the last water in the middle freezes"
         return f"ice grows inward from the rim of the dish ({pct(f1)} frozen), fast at first and then more slowly"
 
