@@ -704,7 +704,12 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
             elif kind == "timing":
                 timings.append(payload)
 
-        if config.workers <= 1 or len(units) <= 1:
+        workers = config.workers
+        if workers > 1 and len(units) > 1 and not _picklable(env):
+            logger.warning("--workers %d: the model or a track is not importable by name in a new process "
+                           "(registered at runtime?); running in this process instead", workers)
+            workers = 1
+        if workers <= 1 or len(units) <= 1:
             worker = _Worker(env, on_message)
             try:
                 for unit in units:
@@ -712,7 +717,7 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
             finally:
                 worker.close()
         else:
-            _run_in_processes(env, units, config.workers, on_message, write_row)
+            _run_in_processes(env, units, workers, on_message, write_row)
     finally:
         bar.close()
         results.close()
@@ -724,6 +729,16 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(run_dir / SUMMARY)
     return RunOutcome(run_dir=run_dir, rows=rows, summary=summary, computed=computed, skipped=skipped)
+
+
+def _picklable(obj: Any) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:  # noqa: BLE001 - PicklingError, AttributeError on local classes...
+        return False
 
 
 def _version_of(track_classes: Mapping[str, Any], name: str) -> str:

@@ -250,3 +250,33 @@ def test_cli_usage_errors_exit_2_with_one_line(videos_suite, tmp_path, capsys):
     assert evaluate_main(["--suite", str(tmp_path / "missing.json"), "--tracks", "counting", "--out", str(tmp_path)]) == 2
     assert "not found" in capsys.readouterr().err
     assert evaluate_main(["--seeds", "a,b", "--tracks", "counting", "--out", str(tmp_path)]) == 2
+
+
+def test_workers_fall_back_to_one_process_when_a_track_cannot_be_pickled(videos_suite, tmp_path):
+    from worldolympiad.registries import TRACKS
+    from worldolympiad.track import Track, TrackOutput
+
+    class LocalTrack(Track):  # defined in a function: a spawned worker could not import it
+        name = "local"
+
+        def applicability(self, case):
+            return None
+
+        def evaluate(self, video, case, ctx):
+            return TrackOutput(metrics=[], score=0.5)
+
+    TRACKS.register("local", LocalTrack, override=True)
+    try:
+        suite, vids = videos_suite
+        outcome = evaluate(make_run_spec(f"videos:{vids}", str(suite), ["local"], [0]),
+                           EvalConfig(out=tmp_path / "o", progress=False, workers=2))
+        assert [r.score for r in outcome.rows] == [0.5, 0.5, 0.5]
+    finally:
+        TRACKS.unregister("local")
+
+
+def test_unknown_judge_is_a_usage_error(videos_suite, tmp_path, capsys):
+    suite, vids = videos_suite
+    assert evaluate_main(["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting",
+                          "--judge", "gpt:x", "--out", str(tmp_path)]) == 2
+    assert "unknown judge 'gpt:x'" in capsys.readouterr().err

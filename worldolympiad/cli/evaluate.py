@@ -107,6 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             raise UsageError(f"unknown track(s) {', '.join(unknown)}; known: {', '.join(TRACKS.names())}")
         seeds = _parse_seeds(args.seeds)
+        from worldolympiad.registries import JUDGES, parse_spec
+
+        judge_prefix, _ = parse_spec(args.judge)
+        if judge_prefix not in JUDGES:
+            raise UsageError(f"unknown judge {args.judge!r}; use none, hf:PATH or openai:BASE_URL#MODEL "
+                             f"(known: {', '.join(JUDGES.names())})")
         if args.workers < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
         if args.limit is not None and args.limit < 1:
