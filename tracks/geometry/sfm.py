@@ -257,10 +257,12 @@ def _opencv_recover(frames: np.ndarray, idx: np.ndarray, *, K: np.ndarray | None
         if pts is None or not registered[i - 1]:
             break  # the chain is broken: later frames cannot be placed in the same frame
         p0, p1 = pts
-        E, inl = cv2.findEssentialMat(p0, p1, K, method=cv2.RANSAC, prob=0.999, threshold=1.0)
-        if E is None or E.shape != (3, 3):
+        E, inl = cv2.findEssentialMat(p0, p1, K, method=cv2.USAC_MAGSAC, prob=0.999, threshold=1.0)
+        if E is None or E.shape[0] < 3:
             break
-        n_inl, R, t, inl2 = cv2.recoverPose(E, p0, p1, K, mask=inl)
+        # Consecutive video frames have small baselines: accept far points in the cheirality test
+        # (OpenCV's default drops points beyond 50 baselines, i.e. most of the scene).
+        n_inl, R, t, inl2, _ = cv2.recoverPose(E[:3], p0, p1, K, distanceThresh=1e4, mask=inl.copy())
         good = inl2.ravel() > 0
         if n_inl < 8:
             break

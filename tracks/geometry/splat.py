@@ -144,8 +144,12 @@ def fit_splats(
     cfg: SplatConfig,
     *,
     device: str = "cpu",
+    callback: Any = None,
 ) -> SplatFit:
-    """Fit Gaussians to the training views (every ``cfg.holdout_every``-th view is held out)."""
+    """Fit Gaussians to the training views (every ``cfg.holdout_every``-th view is held out).
+
+    ``callback(step, params)``, when given, is called after every optimisation step (benches use
+    it to measure held-out PSNR against wall time)."""
     import torch
 
     if len(points) == 0:
@@ -202,6 +206,8 @@ def fit_splats(
             opt.step()
             opt.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
+        if callback is not None:
+            callback(step, params)
     return SplatFit(params={k: v.detach() for k, v in params.items()}, train_ids=train_ids, test_ids=test_ids,
                     iterations=step + 1 if cfg.iterations else 0, seconds=time.perf_counter() - t0, losses=losses,
                     backend="gsplat" if device.startswith("cuda") else "torch")
