@@ -8,6 +8,7 @@ Run directory (DESIGN.md §4)::
         results.jsonl        one TrackResult per line, appended atomically by the parent only
         timings.jsonl        one line per stage: generate / read / <track>, with case and seed
         summary.json         per track and overall: mean ± std over seeds, status counts, errors
+        report.html          written afterwards by ``evaluate-model`` via ``leaderboard.report``
         work/<case>/s<seed>/<track>/   per-row scratch space and artifacts
     <out>/.cache/            content-addressed caches shared by runs (reference renders, judge)
 

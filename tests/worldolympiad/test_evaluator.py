@@ -63,6 +63,11 @@ def test_videos_model_end_to_end_writes_the_run_directory(videos_suite, tmp_path
     assert all({"case_id", "seed", "seconds"} <= set(s) for s in stages)
     printed = capsys.readouterr().out
     assert "case0" in printed and "counting" in printed and "overall" in printed
+    assert "report:" in printed  # report.html written, or a one-line reason why not
+    import importlib.util
+
+    if importlib.util.find_spec("leaderboard.report") is not None:
+        assert (run / "report.html").is_file()
 
 
 def test_resume_after_sigkill_keeps_every_row_once_and_recomputes_nothing(tmp_path):

@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="track/model option, repeatable (e.g. physics.segmenter=opencv, model.num_inference_steps=4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
+                   help="write RUN_DIR/report.html with the leaderboard package when it is installed (default: on)")
     p.add_argument("--strict", action="store_true", help="exit 1 if any row failed")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
@@ -133,9 +135,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         print(errors)
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
+    if args.report:
+        _write_report(outcome.run_dir)
     if args.strict and outcome.summary["errors"]:
         return 1
     return 0
+
+
+def _write_report(run_dir: Path) -> None:
+    """RUN_DIR/report.html via ``leaderboard.report:build_report`` (looked up lazily, DESIGN.md §2)."""
+    from worldolympiad.registry import import_target
+
+    try:
+        build_report = import_target("leaderboard.report:build_report")
+    except (ImportError, AttributeError) as e:
+        print(f"report: skipped (the leaderboard package is not available: {e})")
+        return
+    try:
+        print(f"report: {build_report(run_dir)}")
+    except Exception as e:  # noqa: BLE001 - the scores are on disk; a report failure must not fail the run
+        logging.getLogger(__name__).debug("report failed", exc_info=True)
+        print(f"report: not written ({type(e).__name__}: {e}); run `worldolympiad report {run_dir}` to retry")
 
 
 if __name__ == "__main__":
