@@ -60,9 +60,13 @@ def validity(families: list[str], seeds: list[int], res: int, frames: int, stren
             for pname in PHYSICS_PERTURBATIONS:
                 fn = PERTURBATIONS.get(pname)
                 scores = [ref_score]
-                for s in strengths:
-                    v = fn(ref, case, s, np.random.default_rng(seed), rendered)
-                    scores.append(_score(track, v, case, ref, work)[0])
+                try:
+                    for s in strengths:
+                        v = fn(ref, case, s, np.random.default_rng(seed), rendered)
+                        scores.append(_score(track, v, case, ref, work)[0])
+                except ValueError as e:  # the perturbation cannot apply to this case (e.g. no visible object)
+                    print(f"{case.id:34s} {pname:17s} perturbation not applicable: {e}")
+                    continue
                 sc = np.array([np.nan if x is None else x for x in scores], float)
                 full = sc[-1]
                 win = bool(np.isfinite(sc[0]) and (not np.isfinite(full) or full < sc[0]))

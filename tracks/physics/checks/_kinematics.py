@@ -48,8 +48,7 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1)
     """
     y = y * direction
     v = np.diff(y) * fps  # v[t] = motion from frame t to t+1
-    dv = np.abs(np.diff(v))
-    typical = float(np.nanmedian(dv)) if np.isfinite(dv).any() else 0.0
+    typical = typical_dv(v)
     out: list[tuple[int, int]] = []
     t = 1
     while t < len(y) - 1:
@@ -74,6 +73,29 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1)
     return out
 
 
+def typical_dv(v: np.ndarray) -> float:
+    """Median frame-to-frame velocity change while moving (gravity's share per frame)."""
+    dv = np.abs(np.diff(v))
+    moving = (np.abs(v[1:]) > REST_SPEED) | (np.abs(v[:-1]) > REST_SPEED)
+    dv = dv[moving & np.isfinite(dv)]
+    return float(np.median(dv)) if len(dv) else 0.0
+
+
+def contacts(y: np.ndarray, fps: float) -> list[int]:
+    """Frames where vertical velocity changes abruptly (> 3x the typical change and more than
+    half the speed before): landings, bounces, hits — where free flight ends."""
+    v = np.diff(y) * fps
+    typical = typical_dv(v)
+    out = []
+    for t in range(1, len(v)):
+        if np.isnan(v[t - 1]) or np.isnan(v[t]):
+            continue
+        jump = abs(v[t] - v[t - 1])
+        if jump > 3 * typical and jump > 0.5 * max(abs(v[t - 1]), abs(v[t])) and max(abs(v[t - 1]), abs(v[t])) > REST_SPEED:
+            out.append(t)
+    return out
+
+
 def bounce_frames(y: np.ndarray, fps: float) -> list[int]:
     """The first lowest frame of every bounce."""
     return [b[0] for b in bounces(y, fps)]
@@ -82,12 +104,15 @@ def bounce_frames(y: np.ndarray, fps: float) -> list[int]:
 def flights(y: np.ndarray, fps: float) -> list[Flight]:
     """Flight segments of a vertical trajectory ``y`` (frame heights, nan = unseen).
 
-    Segments are split at bounces and gaps; the lowest sample of a bounce belongs to neither
-    (the contact happened somewhere around it); resting tails are trimmed.
+    Segments are split at bounces, other contacts (landings) and gaps; the samples at a contact
+    belong to neither side (the contact happened somewhere around them); resting tails are
+    trimmed.
     """
     ok = ~np.isnan(y)
     for b0, b1 in bounces(y, fps) + bounces(y, fps, direction=-1):  # contacts below and above
         ok[b0 : b1 + 1] = False
+    for c in contacts(y, fps):  # landings without rebound
+        ok[c] = False
     out = []
     for seg in runs(ok):
         # trim frames at rest at either end (resting on the floor or frozen)

@@ -1,7 +1,7 @@
 """Combustion: a flame is visible while the fuel shrinks monotonically.
 
-Flame pixels: bright, saturated red-orange-yellow (OpenCV HSV hue ≤ 25 i.e. ≤ 50°, S > 120,
-V > 180). Fuel: the object whose area changes most. The flame must be present in at least
+Flame pixels: bright, saturated orange-yellow (OpenCV HSV hue 5..35 i.e. 10°..70°, S > 120,
+V > 200); pure red is excluded so red objects are not taken for fire. Fuel: the object whose area changes most. The flame must be present in at least
 half the frames where the reference shows one (30 % of frames without a reference), and the
 fuel's area must decrease monotonically.
 
@@ -24,7 +24,7 @@ def flame_frames(frames: np.ndarray, min_share: float = 0.002) -> np.ndarray:
 
     T, H, W, _ = frames.shape
     hsv = cv2.cvtColor(frames.reshape(-1, W, 3), cv2.COLOR_RGB2HSV).reshape(T, H, W, 3)
-    fl = (hsv[..., 0] <= 25) & (hsv[..., 1] > 120) & (hsv[..., 2] > 180)
+    fl = (hsv[..., 0] >= 5) & (hsv[..., 0] <= 35) & (hsv[..., 1] > 120) & (hsv[..., 2] > 200)
     return fl.mean(axis=(1, 2)) >= min_share
 
 
