@@ -8,9 +8,9 @@ context needs EGL/OSMesa and is far slower for this purpose.
 
 Geometry (all metres):
 
-* World frame: x east, y north, z up. The maze is a ``(2n+1) x (2n+1)`` grid of 1 m cells;
-  cell ``(i, j)`` covers ``x in [j, j+1]``, ``y in [i, i+1]``; wall cells are solid
-  blocks from ``z = 0`` to ``WALL_HEIGHT``.
+* World frame: x east, y north, z up. The maze is a grid of 1 m blocks (each maze cell is
+  ``BLOCK x BLOCK`` blocks, so corridors are 3 m wide); block ``(i, j)`` covers
+  ``x in [j, j+1]``, ``y in [i, i+1]``; wall blocks are solid from ``z = 0`` to ``WALL_HEIGHT``.
 * Camera: OpenCV (x right, y down, z forward), level, at ``EYE_HEIGHT``; yaw ``psi`` is the
   angle of the view direction from +x, counter-clockwise. Camera-to-world rotation has
   columns ``[right, down, forward]`` = ``[(sin psi, -cos psi, 0), (0, 0, -1), (cos psi, sin psi, 0)]``.
@@ -38,25 +38,29 @@ from worldolympiad.types import CameraSpec, Case, Video, even_chunks
 
 logger = logging.getLogger(__name__)
 
-WALL_HEIGHT = 1.0
-EYE_HEIGHT = 0.5
+WALL_HEIGHT = 2.0
+EYE_HEIGHT = 1.0
+BLOCK = 3  # a maze cell is BLOCK x BLOCK one-metre blocks: 3 m corridors leave room to turn and strafe
 CLEARANCE = 0.3  # min distance from the camera centre to any wall block (m)
 MIN_VIEW_DEPTH = 1.0  # planned chunks end looking at least this far down a corridor (m)
+OPPOSITE = {"forward": "back", "back": "forward", "turn_left": "turn_right", "turn_right": "turn_left",
+            "strafe_left": "strafe_right", "strafe_right": "strafe_left"}
 TEXELS_PER_M = 64
 LANDMARK_COLORS: dict[str, tuple[int, int, int]] = {
     "red_sphere": (230, 30, 30),
     "green_sphere": (30, 200, 60),
     "blue_sphere": (40, 80, 240),
 }
-LANDMARK_RADIUS = 0.12
-LANDMARK_HEIGHT = 0.8
+LANDMARK_RADIUS = 0.25
+LANDMARK_HEIGHT = 1.55
 
 
 # ------------------------------------------------------------------ maze + textures
 
 
 def make_maze(n: int, rng: np.random.Generator) -> np.ndarray:
-    """A perfect maze (randomised depth-first search) as a ``(2n+1, 2n+1)`` int grid.
+    """A perfect maze (randomised depth-first search) on ``(2n+1) x (2n+1)`` cells, each cell
+    ``BLOCK x BLOCK`` one-metre blocks: a ``(BLOCK (2n+1))^2`` int grid.
 
     0 = free; 1..4 = wall material (which texture the block wears).
     """
@@ -85,7 +89,7 @@ def make_maze(n: int, rng: np.random.Generator) -> np.ndarray:
             grid[i, j] = 0
     walls = grid > 0
     grid[walls] = rng.integers(1, 5, size=int(walls.sum()))
-    return grid
+    return np.repeat(np.repeat(grid, BLOCK, axis=0), BLOCK, axis=1)
 
 
 def _brick(h: int, w: int, rng: np.random.Generator, base: tuple[int, int, int], mortar: int, rows: int) -> np.ndarray:
@@ -210,7 +214,7 @@ def render_view(grid: np.ndarray, textures: np.ndarray, K: np.ndarray, c2w: np.n
     hz = C[2] - yc[:, None] * Z
     is_wall = (hz >= 0.0) & (hz <= WALL_HEIGHT)
     s = TEXELS_PER_M
-    tv = np.clip(((WALL_HEIGHT - hz) * s).astype(np.int64), 0, s - 1)
+    tv = np.mod(np.floor((WALL_HEIGHT - hz) * s).astype(np.int64), s)  # textures tile every metre
     tu = np.clip((tex_u * s).astype(np.int64), 0, s - 1)
     mat = np.clip(material - 1, 0, 3)
     rgb = textures[mat[None, :], tv, tu[None, :]].astype(np.float64)  # [H, W, 3]
@@ -315,56 +319,64 @@ class MazeGenerator(CaseGenerator):
     def _world(self, seed: int, n: int) -> tuple[np.ndarray, Pose2D, list[tuple[str, np.ndarray]]]:
         rng = np.random.default_rng([seed, 7])
         grid = make_maze(n, rng)
-        free = np.argwhere(grid == 0)
-        cells = free[(free[:, 0] % 2 == 1) & (free[:, 1] % 2 == 1)]
+        # room centres: the middle of the maze cells with odd indices (always free)
+        cells = np.array([(i, j) for i in range(1, 2 * n + 1, 2) for j in range(1, 2 * n + 1, 2)])
+        centre = lambda c: (BLOCK * (c[1] + 0.5), BLOCK * (c[0] + 0.5))  # noqa: E731 - (x, y) metres
         order = rng.permutation(len(cells))
-        i, j = cells[order[0]]
+        x, y = centre(cells[order[0]])
         # face the most open of the four directions
-        best, best_yaw = -1, 0.0
-        for yaw in (0.0, 0.5 * math.pi, math.pi, 1.5 * math.pi):
-            run = 0
-            di, dj = round(math.sin(yaw)), round(math.cos(yaw))
-            while grid[i + (run + 1) * di, j + (run + 1) * dj] == 0:
-                run += 1
-            if run > best:
-                best, best_yaw = run, yaw
-        start = Pose2D(j + 0.5, i + 0.5, best_yaw)
+        yaws = (0.0, 0.5 * math.pi, math.pi, 1.5 * math.pi)
+        best_yaw = max(yaws, key=lambda yaw: free_ahead(grid, Pose2D(x, y, yaw)))
+        start = Pose2D(x, y, best_yaw)
         landmarks = []
+        # the first landmark floats down the starting corridor (seen from frame 0), the others in random rooms
+        ahead = free_ahead(grid, start)
+        side = float(rng.uniform(-0.6, 0.6))
+        d = min(max(1.5, ahead - 1.0), 3.5)
+        first = (x + d * math.cos(best_yaw) - side * math.sin(best_yaw), y + d * math.sin(best_yaw) + side * math.cos(best_yaw))
         for k, name in enumerate(LANDMARK_COLORS):
-            li, lj = cells[order[1 + k]]
-            landmarks.append((name, np.array([lj + 0.5, li + 0.5, LANDMARK_HEIGHT])))
+            lx, ly = first if k == 0 else centre(cells[order[k]])
+            landmarks.append((name, np.array([lx, ly, LANDMARK_HEIGHT])))
         return grid, start, landmarks
 
     def _plan(self, grid: np.ndarray, start: Pose2D, chunks_len: list[int], rng: np.random.Generator,
               vocab: dict[str, Any], fixed: list[str] | None) -> tuple[list[str], list[Pose2D]]:
+        """Choose one held action per chunk: collision-free, ending with a view down a corridor.
+
+        Among the actions whose whole chunk keeps ``CLEARANCE`` from every wall, the score
+        prefers walking forward, a long free view at the end, variety (not repeating or undoing
+        the previous chunk); a seeded jitter breaks ties, so seeds give different walks.
+        """
         poses = [start]
         actions: list[str] = []
-        prefs = ["forward"] * 6 + ["turn_left", "turn_right"] * 2 + ["strafe_left", "strafe_right", "back"]
         for k, n in enumerate(chunks_len):
             moves = n if k > 0 else n - 1  # frame 0 is the start pose
-            if fixed is not None:
-                candidates = [fixed[k]]
-            else:
-                first = [prefs[int(i)] for i in rng.permutation(len(prefs))]
-                candidates = list(dict.fromkeys(first + ["turn_left", "turn_right"]))
-            for name in candidates:
+            best: tuple[float, str, list[Pose2D]] | None = None
+            for name in (fixed[k],) if fixed is not None else tuple(vocab):
                 trial = [poses[-1]]
                 for _ in range(moves):
                     trial.append(step_pose(trial[-1], vocab[name]))
-                if fixed is not None or (all(clearance_ok(grid, p.x, p.y) for p in trial[1:])
-                                         and free_ahead(grid, trial[-1]) >= MIN_VIEW_DEPTH):
-                    actions.append(name)
-                    poses.extend(trial[1:])
-                    break
-            else:  # nothing keeps a view down a corridor: take the first collision-free turn
-                for name in ("turn_left", "turn_right"):
-                    trial = [poses[-1]]
-                    for _ in range(moves):
-                        trial.append(step_pose(trial[-1], vocab[name]))
-                    if free_ahead(grid, trial[-1]) > 0:
-                        break
-                actions.append(name)
-                poses.extend(trial[1:])
+                if fixed is None and not all(clearance_ok(grid, p.x, p.y) for p in trial[1:]):
+                    continue
+                view = min(free_ahead(grid, trial[-1]), 6.0)
+                repeats = 0
+                while repeats < len(actions) and actions[-1 - repeats] == name:
+                    repeats += 1
+                score = 0.3 * min(view, 4.0) + (0.5 if name == "forward" else 0.0) - (0.5 if name == "back" else 0.0)
+                score -= 3.0 if actions and OPPOSITE[name] == actions[-1] else 0.0
+                score -= 1.5 * repeats  # variety: every action should be seen being followed
+                score -= 2.0 if view < MIN_VIEW_DEPTH else 0.0
+                score += float(rng.uniform(0.0, 3.0))
+                if best is None or score > best[0]:
+                    best = (score, name, trial)
+            if best is None:  # boxed in (not seen with 3 m corridors): turning in place is always safe
+                name = "turn_left"
+                trial = [poses[-1]]
+                for _ in range(moves):
+                    trial.append(step_pose(trial[-1], vocab[name]))
+                best = (0.0, name, trial)
+            actions.append(best[1])
+            poses.extend(best[2][1:])
         return actions, poses
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:

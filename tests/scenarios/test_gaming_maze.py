@@ -117,14 +117,15 @@ def test_same_seed_same_bytes(case_and_render):
 def test_action_semantics_in_the_image():
     """turn_left moves the scene right in the image; forward makes a point ahead grow closer to the edge."""
     K = np.array([[32.0, 0, 31.5], [0, 32.0, 31.5], [0, 0, 1]])
-    from scenarios.gaming.maze import Pose2D, camera_to_world, step_pose
+    from scenarios.gaming.maze import EYE_HEIGHT, Pose2D, camera_to_world, step_pose
     from scenarios.gaming.vocab import maze_spec
 
     vocab = maze_spec()["actions"]
     p0 = Pose2D(1.5, 1.5, 0.0)
-    point = np.array([[4.0, 1.7, 0.6]])  # ahead (+x), slightly left (+y) and up
+    point = np.array([[4.0, 1.7, EYE_HEIGHT + 0.3]])  # ahead (+x), slightly left (+y) and up
     def uv(p):
         return project(K, camera_to_world(p.x, p.y, p.yaw), point)[0]
+
     u0, v0 = uv(p0)
     assert u0 < 31.5 and v0 < 31.5  # left of and above the image centre
     assert uv(step_pose(p0, vocab["turn_left"]))[0] > u0
