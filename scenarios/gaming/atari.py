@@ -10,6 +10,7 @@ bytes. Each chunk holds one action of the game's minimal action set; a video fra
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -94,9 +95,16 @@ class AtariGenerator(CaseGenerator):
         captions = [spec["actions"][a]["caption"] for a in actions]
         chunks = even_chunks(num_frames, num_chunks, captions=captions, actions=actions)
         scale = np.array([w / NATIVE_W, h / NATIVE_H])
+        win = spec["agent_window"]
+        sy, sx = h / NATIVE_H, w / NATIVE_W
         action_space = {
             "kind": "image_translation",
             "agent": spec["agent"],
+            # what a model-free tracker needs: the sprite colour and where it can be (output pixels,
+            # one pixel of slack because resizing blurs sprite edges)
+            "agent_color": list(spec["agent_color"]),
+            "agent_window": {"rows": [max(0, int(win["rows"][0] * sy) - 1), min(h, math.ceil(win["rows"][1] * sy) + 1)],
+                             "cols": [max(0, int(win["cols"][0] * sx) - 1), min(w, math.ceil(win["cols"][1] * sx) + 1)]},
             "units": "output pixels per video frame (x right, y down); the agent stops at the playfield bounds",
             "actions": {
                 name: {

@@ -129,3 +129,15 @@ def test_ram_mapping_uses_declared_address():
 def test_bad_action_names_the_vocabulary():
     with pytest.raises(ValueError, match="UP"):
         freeway.make_case("f", actions=["JUMP"], num_chunks=1)
+
+
+@pytest.mark.parametrize("game", list(GENS))
+def test_agent_window_in_metadata_contains_the_output_mask(rendered, game):
+    """Tracks find the agent from case metadata alone: its colour and output-pixel window."""
+    case, r, _ = rendered[game]
+    space = case.metadata["action_space"]
+    win = space["agent_window"]
+    ys, xs = np.nonzero(r.masks.any(axis=0))
+    assert win["rows"][0] <= ys.min() and ys.max() < win["rows"][1]
+    assert win["cols"][0] <= xs.min() and xs.max() < win["cols"][1]
+    assert space["agent_color"] == atari_spec(game)["agent_color"]
