@@ -103,30 +103,61 @@ def _from_case_space(name: str, space: dict[str, Any], e: dict[str, Any], case: 
         if n == 0:
             return ExpectedMotion(name, "agent", "none")
         return ExpectedMotion(name, "agent", "translate", d, n / case.width)
+    if kind in ("end_effector", "robot") and "translation" not in e:
+        # named robot commands without a displacement (grasp, release): the arm holds still
+        return ExpectedMotion(name, "agent", "none")
     if kind == "camera":
-        t = np.asarray(e.get("translation", [0, 0, 0]), dtype=np.float64)
-        yaw = float(e.get("yaw_deg", 0.0))
-        pitch = float(e.get("pitch_deg", 0.0))
-        fx = float(case.camera.K[0, 0]) if case.camera is not None else None
-        # Rotation dominates the image motion of a turning camera: yaw left (+) moves content right.
-        if abs(yaw) > 1e-9 or abs(pitch) > 1e-9:
-            d, _ = _unit([yaw, pitch])
-            mag = math.hypot(math.tan(math.radians(yaw)), math.tan(math.radians(pitch))) * fx / case.width if fx else None
-            return ExpectedMotion(name, "camera", "translate", d, mag)
-        if abs(t[2]) >= max(abs(t[0]), abs(t[1])) and abs(t[2]) > 0:
-            return ExpectedMotion(name, "camera", "zoom", (float(np.sign(t[2])), 0.0))
-        if np.linalg.norm(t[:2]) > 0:
-            d, _ = _unit(-t[:2])  # camera moves right -> content moves left
-            return ExpectedMotion(name, "camera", "translate", d)
-        return ExpectedMotion(name, "camera", "none")
+        return _camera_move(name, e, case, frames=1)
     raise UnknownActionError(f"action {name!r}: cannot read its entry {e!r} in action_space of kind {kind!r}; "
                              f"see {DATA} for the supported forms")
 
 
-def _structured(action: dict[str, Any], case: Case) -> ExpectedMotion | None:
-    """``{"name": ..., "delta": [dx, dy, dz]}`` (world metres) projected through the case camera."""
+# Scene depth assumed when weighing a camera translation against a rotation (metres). Only the
+# *kind* of image motion (pan vs zoom) and its direction depend on it; magnitudes come from the
+# reference video when there is one.
+ASSUMED_DEPTH_M = 2.0
+
+
+def _camera_move(name: str, e: Mapping[str, Any], case: Case, frames: int) -> ExpectedMotion:
+    """Image motion of a camera move ``translation`` [x, y, z] (camera frame, OpenCV) + ``yaw_deg`` /
+    ``pitch_deg`` spread over ``frames`` frames.
+
+    The content shifts by ``fx * (tan(yaw) - t_x / D) / W`` horizontally (yaw left and strafing
+    right both move content right / left respectively) and zooms by ``t_z / D`` per frame;
+    whichever is larger decides between a pan and a zoom.
+    """
+    t = np.asarray(e.get("translation", [0, 0, 0]), dtype=np.float64)[:3] / frames
+    yaw = math.radians(float(e.get("yaw_deg", 0.0))) / frames
+    pitch = math.radians(float(e.get("pitch_deg", 0.0))) / frames
+    fx = float(case.camera.K[0, 0]) if case.camera is not None else float(case.width)
+    f = fx / case.width
+    pan = np.array([f * (math.tan(yaw) - t[0] / ASSUMED_DEPTH_M), f * (-math.tan(pitch) - t[1] / ASSUMED_DEPTH_M)])
+    zoom = t[2] / ASSUMED_DEPTH_M
+    pan_speed = float(np.linalg.norm(pan))
+    if pan_speed == 0 and zoom == 0:
+        return ExpectedMotion(name, "camera", "none")
+    if abs(zoom) > pan_speed:
+        return ExpectedMotion(name, "camera", "zoom", (float(np.sign(zoom)), 0.0))
+    d, _ = _unit(pan)
+    # a pure rotation's image speed does not depend on depth: then the magnitude is known
+    exact = float(np.linalg.norm(t[:2])) == 0.0 and case.camera is not None
+    return ExpectedMotion(name, "camera", "translate", d, pan_speed if exact else None)
+
+
+def _structured(action: dict[str, Any], case: Case, frames: int = 1) -> ExpectedMotion | None:
+    """Actions that carry their own motion.
+
+    * ``{"name": ..., "delta": [dx, dy, dz]}`` (world metres): end-effector displacement,
+      projected through the case camera.
+    * ``{"name": ..., "translation": [x, y, z], "yaw_deg": d}``: a camera move over the chunk
+      in the camera frame (fly-throughs); read like a camera vocabulary entry, with no
+      per-frame magnitude (the reference video gives it).
+    """
     delta = action.get("delta")
     if delta is None:
+        if "translation" in action or "yaw_deg" in action:
+            m = _camera_move(action_name(action) or "camera", action, case, frames=max(1, frames))
+            return ExpectedMotion(m.action, m.target, m.mode, m.direction, None)
         return None
     name = action_name(action) or "move"
     d = np.asarray(delta, dtype=np.float64)
@@ -161,8 +192,11 @@ def vocabulary_for(case: Case) -> tuple[str, dict[str, Any], bool]:
                              f"the defaults {sorted(spaces)} matches; add one")
 
 
-def expected_motion(action: Action, case: Case) -> ExpectedMotion | None:
+def expected_motion(action: Action, case: Case, frames: int = 1) -> ExpectedMotion | None:
     """The expected motion of ``action`` in ``case`` (``None`` when the chunk has no action).
+
+    ``frames`` is the chunk's length: structured camera moves give their motion over the whole
+    chunk.
 
     Raises:
         UnknownActionError: the action is not in the case's vocabulary (message lists it).
@@ -170,7 +204,7 @@ def expected_motion(action: Action, case: Case) -> ExpectedMotion | None:
     if action is None:
         return None
     if isinstance(action, dict):
-        s = _structured(action, case)
+        s = _structured(action, case, frames)
         if s is not None:
             return s
     name = action_name(action)

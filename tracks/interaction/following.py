@@ -156,7 +156,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     Raises:
         UnknownActionError: a chunk's action is not in the case's vocabulary.
     """
-    expected = [(c, expected_motion(c.action, case)) for c in chunks]
+    expected = [(c, expected_motion(c.action, case, c.num_frames)) for c in chunks]
     expected = [(c, e) for c, e in expected if e is not None]
     gen_cache: dict[str, MotionSeries] = {}
     ref_cache: dict[str, MotionSeries] = {}
