@@ -168,7 +168,7 @@ def make_run_spec(
     """
     suite_ref = suite
     p = Path(suite)
-    if p.suffix.lower() == ".json" or p.exists():
+    if p.suffix.lower() == ".json" or p.is_file() or "/" in suite:
         suite_ref = str(p.resolve())
     return RunSpec(
         model=model,

@@ -107,7 +107,7 @@ def load_suite_lenient(name_or_path: str | Path) -> Suite:
     """
     text = str(name_or_path)
     path = Path(text)
-    looks_like_path = path.suffix.lower() == ".json" or "/" in text or path.exists()
+    looks_like_path = path.suffix.lower() == ".json" or "/" in text or path.is_file()
     if looks_like_path:
         return _load_file(path)
     return _load_registered(text)
@@ -141,8 +141,13 @@ def _load_file(path: Path) -> Suite:
     if not path.exists():
         raise SuiteError(f"{path}: suite file not found; pass a suite/case JSON file or a suite name "
                          "(see `worldolympiad ls suites`)")
+    if path.is_dir():
+        raise SuiteError(f"{path}: is a folder; pass a suite JSON file (e.g. written by `worldolympiad import` "
+                         "or `worldolympiad scenarios render`) or a suite name")
     try:
         d = json.loads(path.read_text())
+    except UnicodeDecodeError as e:
+        raise SuiteError(f"{path}: not a text file; pass a suite or case JSON file") from e
     except json.JSONDecodeError as e:
         raise SuiteError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} col {e.colno}); fix the file "
                          f"(`worldolympiad validate {path}` lists every problem)") from e
@@ -198,6 +203,9 @@ def _load_item(item: Any, base: Path, where: str, fallback_id: str) -> Case | Br
         except json.JSONDecodeError as e:
             return BrokenItem(fallback_id, f"{f}: malformed case JSON ({e.msg} at line {e.lineno} col {e.colno}); "
                                            "fix the file")
+        except (UnicodeDecodeError, OSError) as e:
+            return BrokenItem(fallback_id, f"{f}: cannot be read as a JSON case file ({type(e).__name__}); "
+                                           "fix the path or the file")
         where = str(f)
         item_base = f.parent
     cid = fallback_id

@@ -153,3 +153,24 @@ def test_load_suite_resolves_relative_case_files_and_single_cases(tmp_path):
     assert s.cases[1].suite == "mine"
     single = load_suite(tmp_path / "cases" / "one.json")
     assert [c.id for c in single.cases] == ["one"]
+
+
+def test_suite_argument_that_is_a_folder_or_binary_is_a_clear_error(tmp_path, monkeypatch):
+    from worldolympiad.suites import SuiteError, load_suite
+
+    (tmp_path / "smoke").mkdir()
+    with pytest.raises(SuiteError, match="is a folder"):
+        load_suite(str(tmp_path / "smoke"))
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SuiteError, match="bin.json"):
+        load_suite(tmp_path / "bin.json")
+    # a folder named like a registered suite in the working directory does not shadow the name
+    from worldolympiad.registries import SUITES
+
+    SUITES.register("wo_dir_clash", lambda: [], override=True)
+    try:
+        (tmp_path / "wo_dir_clash").mkdir()
+        monkeypatch.chdir(tmp_path)
+        assert load_suite("wo_dir_clash").source == "registry:wo_dir_clash"
+    finally:
+        SUITES.unregister("wo_dir_clash")
