@@ -33,6 +33,8 @@ import numpy as np
 from scenarios.mechanics.sim import (
     COLORS,
     GRAVITY,
+    IMPACT_STIFFNESS,
+    IMPACT_TIMESTEP,
     BodySpec,
     SceneSpec,
     SimOutput,
@@ -320,13 +322,14 @@ class Bounce(MechanicsGenerator):
 
     def scene(self, rng: np.random.Generator, params: dict[str, Any], fps: float) -> SceneSpec:
         color = _color(params, rng)
-        e = _param(params, "restitution", round(float(rng.uniform(0.55, 0.85)), 2))
+        e = _param(params, "restitution", round(float(rng.uniform(0.55, 0.85)), 2))  # 2 % accurate in [0.55, 0.95]
         h = _param(params, "height", rng.uniform(0.9, 1.3))
         x = _param(params, "x", rng.uniform(-0.4, 0.4))
         r = _param(params, "radius", 0.15)
         zeta = calibrate_restitution(round(e, 4), round(h, 6), fps, r)
         return SceneSpec(bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (x, 0.0, h + r))], zeta=zeta,
-                         cam_eye=(0.0, -3.2, 0.8), cam_target=(0.0, 0.0, 0.8), meta={"restitution": e})
+                         cam_eye=(0.0, -3.2, 0.8), cam_target=(0.0, 0.0, 0.8), meta={"restitution": e},
+                         stiffness=IMPACT_STIFFNESS, max_timestep=IMPACT_TIMESTEP)
 
     def extra_states(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
         return {"restitution_setting": spec.meta["restitution"], "contact_damping_ratio": spec.zeta,
@@ -372,6 +375,7 @@ class Collision(MechanicsGenerator):
                 BodySpec(f"{cb}_ball", "sphere", (r,), cb, (0.0, 0.0, r), (0.0, 0.0, 0.0), density=1000.0 * ratio),
             ],
             zeta=zeta, cam_eye=(0.0, -3.2, 0.7), cam_target=(0.0, 0.0, 0.3), meta={"restitution": e},
+            stiffness=IMPACT_STIFFNESS, max_timestep=IMPACT_TIMESTEP,
         )
 
     def closed_form(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:

@@ -169,3 +169,12 @@ def test_sliding_box_stops_where_coulomb_friction_says():
     x = sim.positions[:, 0, 0]
     assert abs((x[-1] - x[0]) - cf["stop_distance"]) < 0.005  # v0^2 / (2 mu g)
     assert np.abs(x - cf["x"]).max() < 0.005
+
+
+@pytest.mark.parametrize("setting", [0.55, 0.85])
+def test_restitution_holds_across_settings_and_impact_speeds(setting):
+    spec, sim = M.BOUNCE._simulate(1, {"restitution": setting, "num_frames": 40, "fps": 20})
+    fast = [ev for ev in sim.events if -ev["v_in"] >= 0.5]
+    assert len(fast) >= 3
+    for ev in fast:
+        assert abs(ev["restitution"] - setting) / setting < 0.02, ev
