@@ -26,6 +26,7 @@ and an error naming the file and the fix; a track that cannot judge a case gives
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -453,6 +454,8 @@ class _Worker:
             self.timing(case, seed, name, row.timings["total"], status="failed")
             return row
         total = time.perf_counter() - t0
+        with contextlib.suppress(OSError):
+            work_dir.rmdir()  # only succeeds when the track left nothing there
         score = out.score
         if score is not None and (not isinstance(score, (int, float)) or not math.isfinite(score) or not 0 <= score <= 1):
             return failed_row(spec, case, seed, name,
@@ -589,7 +592,6 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
     Raises:
         EvaluationError: the suite cannot be loaded at all, or the device is unavailable.
     """
-    from worldolympiad.registries import MODELS, TRACKS, parse_spec
     from worldolympiad.suites import SuiteError, load_suite_lenient
 
     config = config or EvalConfig()
@@ -602,7 +604,35 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
     except SuiteError as e:
         raise EvaluationError(str(e)) from e
 
-    if not config.resume and run_dir.exists():
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = _lock_run_dir(run_dir)
+    try:
+        return _evaluate_locked(spec, config, device, run_dir, cache_dir, suite)
+    finally:
+        lock.close()  # closing the file releases the lock (the OS also releases it if we are killed)
+
+
+def _lock_run_dir(run_dir: Path) -> Any:
+    """Hold an exclusive lock on ``run_dir/.lock`` so two runs never append to one results file."""
+    f = open(run_dir / ".lock", "a+")  # noqa: SIM115 - kept open for the whole run
+    try:
+        import fcntl
+
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # not POSIX: no locking
+        return f
+    except OSError as e:
+        f.close()
+        raise EvaluationError(f"{run_dir} is being written by another evaluate-model process; wait for it to "
+                              "finish or use another --out") from e
+    return f
+
+
+def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Path, cache_dir: Path,
+                     suite: Any) -> RunOutcome:
+    from worldolympiad.registries import MODELS, TRACKS, parse_spec
+
+    if not config.resume:
         _clear_run_dir(run_dir)
     (run_dir / VIDEOS).mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -285,3 +285,19 @@ def test_unknown_judge_is_a_usage_error(videos_suite, tmp_path, capsys):
     assert evaluate_main(["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting",
                           "--judge", "gpt:x", "--out", str(tmp_path)]) == 2
     assert "unknown judge 'gpt:x'" in capsys.readouterr().err
+
+
+def test_a_second_writer_on_the_same_run_directory_is_refused(videos_suite, tmp_path):
+    from worldolympiad.evaluator import EvaluationError, _lock_run_dir
+
+    suite, vids = videos_suite
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"], [0])
+    run_dir = tmp_path / "o" / spec.dirname
+    run_dir.mkdir(parents=True)
+    held = _lock_run_dir(run_dir)  # flock: a second open of the file conflicts even in this process
+    try:
+        with pytest.raises(EvaluationError, match="another evaluate-model process"):
+            evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False))
+    finally:
+        held.close()
+    assert evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False)).computed == 3
