@@ -603,6 +603,8 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
         suite = load_suite_lenient(spec.suite)
     except SuiteError as e:
         raise EvaluationError(str(e)) from e
+    if not suite.cases and not suite.broken:
+        raise EvaluationError(f"suite {spec.suite!r} has no cases; check the suite file or `worldolympiad ls suites`")
 
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock_run_dir(run_dir)
@@ -818,7 +820,7 @@ def _run_in_processes(env: _Env, units: list[_Unit], workers: int,
             for name in unit.tracks:
                 msg = (f"worker process died while scoring case {unit.case.id!r} seed {unit.seed} "
                        f"({type(exc).__name__}: {exc}); likely out of memory or a native crash — "
-                       "rerun with --workers 1 to see the error")
+                       "rerun with --workers 1 --retry-failed to see the error")
                 write_row(failed_row(env.spec, unit.case, unit.seed, name, msg, _version_of(env.track_classes, name))
                           .to_dict())
 

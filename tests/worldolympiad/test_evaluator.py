@@ -255,6 +255,14 @@ def test_cli_usage_errors_exit_2_with_one_line(videos_suite, tmp_path, capsys):
     assert evaluate_main(["--suite", str(tmp_path / "missing.json"), "--tracks", "counting", "--out", str(tmp_path)]) == 2
     assert "not found" in capsys.readouterr().err
     assert evaluate_main(["--seeds", "a,b", "--tracks", "counting", "--out", str(tmp_path)]) == 2
+    from worldolympiad.registries import SUITES
+
+    SUITES.register("wo_empty", lambda: [], override=True)
+    try:
+        assert evaluate_main(["--suite", "wo_empty", "--tracks", "counting", "--out", str(tmp_path)]) == 2
+        assert "has no cases" in capsys.readouterr().err
+    finally:
+        SUITES.unregister("wo_empty")
 
 
 def test_workers_fall_back_to_one_process_when_a_track_cannot_be_pickled(videos_suite, tmp_path):
