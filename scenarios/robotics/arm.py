@@ -41,6 +41,7 @@ SIM_HZ = 240
 NEAR, FAR = 0.05, 5.0
 REST_POSE = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785]
 DOWN_EULER = (math.pi, 0.0, 0.0)
+TASK_VERBS = {"push": "pushes", "pick": "picks up", "place": "picks and places"}
 DIRECTION_WORDS = {(1, 0): "away from the robot", (-1, 0): "toward the robot", (0, 1): "to the robot's left",
                    (0, -1): "to the robot's right"}
 
@@ -89,13 +90,16 @@ class ArmGenerator(CaseGenerator):
 
     Params (all optional): ``resolution`` [H, W] (64x64), ``num_frames`` (8 per chunk),
     ``fps`` (15), ``fov_deg`` (50), ``distractors`` (1), ``camera_azimuth_deg`` (seeded,
-    55-125 degrees either side), ``camera_distance`` (0.95), ``camera_elevation_deg`` (40).
+    55-125 degrees either side), ``camera_distance`` (0.95), ``camera_elevation_deg`` (40),
+    ``camera_orbit_deg`` (0 = static camera; otherwise the camera orbits the workspace by this
+    many degrees over the video and the geometry track applies).
     """
 
     task: ClassVar[str] = "push"
     name: ClassVar[str] = "robotics.push"
     version: ClassVar[str] = "1"
-    accepted_params: ClassVar[frozenset[str]] = frozenset({'camera_azimuth_deg', 'camera_distance', 'camera_elevation_deg', 'distractors', 'fov_deg', 'fps', 'num_frames', 'resolution'})
+    accepted_params: ClassVar[frozenset[str]] = frozenset({'camera_azimuth_deg', 'camera_distance', 'camera_elevation_deg', 'camera_orbit_deg', 'distractors',
+                                                           'fov_deg', 'fps', 'num_frames', 'resolution'})
     rules: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------- case
@@ -135,11 +139,18 @@ class ArmGenerator(CaseGenerator):
         az = float(params.get("camera_azimuth_deg", rng.uniform(55, 125) * rng.choice([-1, 1])))
         el = float(params.get("camera_elevation_deg", 40.0))
         dist = float(params.get("camera_distance", 0.95))
+        orbit = float(params.get("camera_orbit_deg", 0.0))
         centre = np.array([0.5, 0.0, 0.08])
-        eye = centre + dist * np.array([math.cos(math.radians(az)) * math.cos(math.radians(el)),
-                                        math.sin(math.radians(az)) * math.cos(math.radians(el)),
-                                        math.sin(math.radians(el))])
-        c2w = look_at_c2w(eye, centre)
+
+        def pose(a_deg: float) -> np.ndarray:
+            a, e = math.radians(a_deg), math.radians(el)
+            eye = centre + dist * np.array([math.cos(a) * math.cos(e), math.sin(a) * math.cos(e), math.sin(e)])
+            return look_at_c2w(eye, centre)
+
+        # a static camera, or one orbiting the workspace by `orbit` degrees over the video (parallax
+        # for the geometry track; the arm and cubes are the dynamic objects it must mask)
+        traj = np.stack([pose(az + orbit * t / max(1, num_frames - 1)) for t in range(num_frames)])
+        c2w = traj[0]
         K = tiny_renderer_intrinsics(h, w, fov)
         chunks = even_chunks(num_frames, num_chunks, captions=[c for _, c in plan], actions=[a for a, _ in plan])
         colors = load_tasks()["colors"]
@@ -153,7 +164,7 @@ class ArmGenerator(CaseGenerator):
                             "box": [float(uv[:, 0].min()), float(uv[:, 1].min()), float(uv[:, 0].max()), float(uv[:, 1].max())]})
         resolved = {"resolution": [h, w], "num_frames": num_frames, "fps": fps, "fov_deg": fov,
                     "distractors": int(params.get("distractors", 1)), "camera_azimuth_deg": az,
-                    "camera_elevation_deg": el, "camera_distance": dist}
+                    "camera_elevation_deg": el, "camera_distance": dist, "camera_orbit_deg": orbit}
         target = layout["target"].replace("_", " ")
         return Case(
             id=case_id,
@@ -161,12 +172,13 @@ class ArmGenerator(CaseGenerator):
             fps=fps,
             num_frames=num_frames,
             resolution=(h, w),
-            prompt=f"A Franka Panda robot arm on a blue and white checkered floor {self.task}es the {target}: "
+            prompt=f"A Franka Panda robot arm on a blue and white checkered floor {TASK_VERBS[self.task]} the {target}"
+                   + (", filmed by a slowly orbiting camera" if orbit else "") + ": "
                    + "; ".join(c for _, c in plan) + ".",
             chunks=chunks,
-            camera=CameraSpec.from_arrays(K, np.repeat(c2w[None], num_frames, 0)),
+            camera=CameraSpec.from_arrays(K, traj),
             physics=PhysicsSpec(rules=self.rules, objects=tuple(objects)),
-            tracks=("physics", "interaction", "longvideo"),
+            tracks=("physics", "geometry", "interaction", "longvideo") if orbit else ("physics", "interaction", "longvideo"),
             metadata={
                 "generator": self.name,
                 "generator_version": self.version,
@@ -225,8 +237,8 @@ class ArmGenerator(CaseGenerator):
             self._reset_arm(pb, cid, robot, target, orn, 0.0 if fingers_closed else 0.04)
             h, w = case.resolution
             K = case.camera.K
-            c2w = case.camera.poses[0]
-            view, proj = _gl_matrices(c2w, K, h, w, float(meta["params"]["fov_deg"]))
+            poses = case.camera.poses
+            fov = float(meta["params"]["fov_deg"])
             substeps = max(1, round(SIM_HZ / case.fps))
             T = case.num_frames
             frames = np.empty((T, h, w, 3), np.uint8)
@@ -278,6 +290,7 @@ class ArmGenerator(CaseGenerator):
                 for n, b in bodies.items():
                     p_, o_ = pb.getBasePositionAndOrientation(b, physicsClientId=cid)
                     obj_pos[n][t], obj_orn[n][t] = p_, o_
+                view, proj = _gl_matrices(poses[t], K, h, w, fov)
                 _, _, rgb, dbuf, seg = pb.getCameraImage(w, h, view, proj, renderer=pb.ER_TINY_RENDERER,
                                                          flags=pb.ER_SEGMENTATION_MASK_OBJECT_AND_LINKINDEX,
                                                          physicsClientId=cid)
@@ -364,7 +377,7 @@ class PushGenerator(ArmGenerator):
         plan = [
             ({"name": "move_ee", "delta": [0.0, 0.0, -0.1]}, f"the gripper lowers next to the {name}"),
             ({"name": "move_ee", "delta": [dist * float(d[0]), dist * float(d[1]), 0.0]},
-             f"the gripper pushes the {name} {dist * 100:.0f} cm {_direction_word(d)}"),
+             f"the gripper sweeps {dist * 100:.0f} cm {_direction_word(d)}, pushing the {name} ahead of it"),
             ({"name": "move_ee", "delta": [0.0, 0.0, 0.1]}, f"the gripper rises, leaving the {name} where it stopped"),
         ]
         return start, 0.0, plan
