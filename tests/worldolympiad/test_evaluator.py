@@ -309,3 +309,18 @@ def test_a_second_writer_on_the_same_run_directory_is_refused(videos_suite, tmp_
     finally:
         held.close()
     assert evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False)).computed == 3
+
+
+def test_retry_failed_recomputes_only_failed_rows(videos_suite, tmp_path):
+    suite, vids = videos_suite
+    (vids / "case2.mp4").rename(tmp_path / "case2.mp4")
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"], [0])
+    cfg = EvalConfig(out=tmp_path / "o", progress=False)
+    first = evaluate(spec, cfg)
+    assert {r.case_id: r.status for r in first.rows} == {"case0": "ok", "case1": "ok", "case2": "failed"}
+    (tmp_path / "case2.mp4").rename(vids / "case2.mp4")
+    assert evaluate(spec, cfg).computed == 0  # failed rows count as finished on a plain resume
+    retried = evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False, retry_failed=True))
+    assert retried.computed == 1 and retried.skipped == 2
+    assert sorted((r.case_id, r.status) for r in retried.rows) == [("case0", "ok"), ("case1", "ok"), ("case2", "ok")]
+    assert len(_rows(retried.run_dir)) == 3
