@@ -189,8 +189,14 @@ class OpenCVSegmenter(Segmenter):
             taken = np.zeros((H, W), bool)
             inst: list[tuple[np.ndarray, str]] = []
             # Colour prompts first: they name the instance and survive when the object is at rest.
-            for name, c in obj_labs:
-                m = np.linalg.norm(lab[t] - c, axis=-1) < self.color_threshold
+            # Each pixel goes to the nearest declared colour (within the threshold), so objects of
+            # similar colours (a crystal and the solution it tints) split where they differ most.
+            if obj_labs:
+                dist = np.stack([np.linalg.norm(lab[t] - c, axis=-1) for _, c in obj_labs])  # [n, H, W]
+                nearest = dist.argmin(axis=0)
+                close = dist.min(axis=0) < self.color_threshold
+            for k, (name, _) in enumerate(obj_labs):
+                m = close & (nearest == k)
                 m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
                 for comp in _components(m, min_area, max_area):
                     inst.append((comp, name))

@@ -6,8 +6,9 @@ Pipeline for one (video, case):
    colour, the moving objects of the reference video (motion segmentation) lend theirs.
 2. Segment and track the generated video and the reference with the same hints.
 3. Applicable rules: the case's ``physics.rules``; else the judge's stage-1 answers on the
-   reference; else the rules whose phenomenon the model-free detectors find in the
-   reference (gravity, impact, combustibility, color_mixing).
+   reference (on the video itself when the case has no reference); else the rules whose
+   phenomenon the model-free detectors find in the reference (gravity, impact,
+   combustibility, color_mixing; the others need declared rules or a judge).
 4. Per rule: its model-free checks (``rules.yaml``), then the judge's stage-2 compliance
    verdict, combined by :func:`tracks.physics.scoring.decide`.
 5. Metrics from :func:`tracks.physics.scoring.summarize`, plus ``trajectory_agreement`` (the
@@ -98,6 +99,23 @@ def analyse(frames: np.ndarray, fps: float, segmenter: Any, hints: list[dict[str
     return Analysis(frames, fps, seg, track_objects(frames, seg))
 
 
+def scale_hints(hints: list[dict[str, Any]], case: Case, shape: tuple[int, int]) -> list[dict[str, Any]]:
+    """Boxes/points are in pixels of the case's resolution; rescale them to a video of ``shape`` (H, W)."""
+    sy, sx = shape[0] / case.height, shape[1] / case.width
+    if (sy, sx) == (1.0, 1.0):
+        return hints
+    out = []
+    for h in hints:
+        h = dict(h)
+        if h.get("box") is not None:
+            x0, y0, x1, y1 = h["box"]
+            h["box"] = [x0 * sx, y0 * sy, x1 * sx, y1 * sy]
+        if h.get("point") is not None:
+            h["point"] = [h["point"][0] * sx, h["point"][1] * sy]
+        out.append(h)
+    return out
+
+
 def object_hints(case: Case, ref: Analysis | None, ref_frames: np.ndarray | None, segmenter: Any) -> list[dict[str, Any]]:
     """Case objects, with colours learned from the reference's moving objects when missing."""
     hints = [dict(o) for o in (case.physics.objects if case.physics else ())]
@@ -180,8 +198,9 @@ class PhysicsTrack(Track):
 
         with ctx.timed("segmentation"):
             hints = object_hints(case, None, ref_frames, segmenter)
-            gen = analyse(frames, fps, segmenter, hints)
-            ref = analyse(ref_frames, ref_fps, segmenter, hints) if ref_frames is not None else None
+            gen = analyse(frames, fps, segmenter, scale_hints(hints, case, frames.shape[1:3]))
+            ref = (analyse(ref_frames, ref_fps, segmenter, scale_hints(hints, case, ref_frames.shape[1:3]))
+                   if ref_frames is not None else None)
 
         judge = ctx.judge()
         rules_all = load_rules()
@@ -199,15 +218,19 @@ class PhysicsTrack(Track):
         stage1: dict[str, Any] = {}
         if declared:
             applicability = dict.fromkeys(declared, "case")
-        elif judge is not None and ref is not None:
+        elif judge is not None:
+            # Stage 1 on the reference; a case without one is asked about the video itself.
+            src, tag = (ref, "judge") if ref is not None else (gen, "judge_on_video")
             with ctx.timed("judge"):
-                marks = jp.marked_frames(ref.frames, ref.seg, ref.tracks, n_judge_frames)
+                marks = jp.marked_frames(src.frames, src.seg, src.tracks, n_judge_frames)
                 for rid, rule in rules_all.items():
-                    v = jp.ask(judge, jp.applicability_prompt(rule, case.prompt, ref.tracks), marks,
+                    v = jp.ask(judge, jp.applicability_prompt(rule, case.prompt, src.tracks), marks,
                                ("related", "confidence"), "related", samples)
                     stage1[rid] = v.to_dict()
+                    if v.error:
+                        errors.append(f"judge stage 1 ({rid}): {v.error}")
                     if v.value:
-                        applicability[rid] = "judge"
+                        applicability[rid] = tag
         elif ref is not None:
             with ctx.timed("checks"):
                 for rid in AUTO_RULES:
@@ -275,6 +298,7 @@ class PhysicsTrack(Track):
             "decided_by": summary["decided_by"],
             "segmenter": segmenter.describe(),
             "judge": judge.describe() if judge is not None else None,
+            "judge_stats": judge.stats() if judge is not None and hasattr(judge, "stats") else None,
             "reference": ref is not None,
         }
         artifacts = self._write_artifacts(ctx, gen, verdicts, stage1, coverage, n_judge_frames)

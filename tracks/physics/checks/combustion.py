@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, monotone_fraction, not_applicable, series, subject
+from tracks.physics.checks import CheckInput, CheckResult, monotone_fraction, not_applicable, object_names
 
 VERSION = "1"
 NAME = "combustion"
@@ -26,6 +26,36 @@ def flame_frames(frames: np.ndarray, min_share: float = 0.002) -> np.ndarray:
     hsv = cv2.cvtColor(frames.reshape(-1, W, 3), cv2.COLOR_RGB2HSV).reshape(T, H, W, 3)
     fl = (hsv[..., 0] >= 5) & (hsv[..., 0] <= 35) & (hsv[..., 1] > 120) & (hsv[..., 2] > 200)
     return fl.mean(axis=(1, 2)) >= min_share
+
+
+def smoothed_area(tracks, name: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Area of ``name`` over the frames it is seen unobstructed (flames cover the fuel), median of 3."""
+    a = np.full(len(tracks[0].state), np.nan)
+    for tr in tracks:
+        if (tr.name or f"#{tr.id}") == name:
+            ok = tr.visible & ~tr.touching
+            a[ok] = tr.area[ok]
+    v = a[~np.isnan(a)]
+    if len(v) >= 3:
+        v = np.median(np.stack([np.r_[v[:1], v[:-1]], v, np.r_[v[1:], v[-1:]]]), axis=0)
+    return v
+
+
+def fuel(inp: CheckInput) -> str | None:
+    """The named object that shrinks most in the reference (else in the video): the fuel."""
+    tracks = inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks
+    best, best_v = None, 0.0
+    for n in object_names(tracks):
+        if n.startswith("#"):
+            continue
+        a = smoothed_area(tracks, n)
+        if len(a) < 3:
+            continue
+        k = max(1, len(a) // 4)
+        v = (a[:k].mean() - a[-k:].mean()) / max(a[:k].mean(), 1.0)
+        if v > best_v:
+            best, best_v = n, v
+    return best
 
 
 def run(inp: CheckInput) -> CheckResult:
@@ -42,11 +72,11 @@ def run(inp: CheckInput) -> CheckResult:
         if not f.any():
             return not_applicable(NAME, "no flame in the video")
         presence = min(1.0, f.mean() / 0.3)
-    name = subject(inp, prefer="area")
+    name = fuel(inp)
     mono = 1.0
     if name is not None:
-        a = np.nan_to_num(series(inp.tracks, name)[1], nan=0.0)
-        mono = monotone_fraction(a, -1) if np.ptp(a) > 0 else 0.0
+        a = smoothed_area(inp.tracks, name)
+        mono = monotone_fraction(a, -1) if np.nanmax(a) > np.nanmin(a) else 0.0
         measured.update(fuel=name, fuel_monotone=mono)
     score = float(presence * mono)
     ok = presence >= 0.5 and mono >= 0.7

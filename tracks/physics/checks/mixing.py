@@ -4,8 +4,9 @@ lies between the input colours.
 Mixture: the colour the reference's last frame shows where it differs from its first frame
 (Lab distance > 15); without a reference, the video's own. The area showing the mixture
 colour must grow monotonically (and by about the reference's amount); the video's final
-changed region's mean colour is compared with the segment between the two largest objects'
-first-frame colours (distance relative to their separation). Without a reference a
+changed region's mean colour is compared with the reference's mixture colour (relative to
+the scene's Lab range) or, without a reference, with the segment between the two largest
+objects' first-frame colours (relative to their separation). Without a reference a
 played-backwards (un-mixing) video cannot be told apart; with one it can.
 
 Score = monotone share · soft_ratio(spread / reference spread) · exp(-distance / 0.3).
@@ -78,7 +79,16 @@ def run(inp: CheckInput) -> CheckResult:
         ratio = 1.0
     dist = 0.0
     objs = sorted((tr for tr in inp.tracks if tr.visible[0]), key=lambda tr: -float(tr.area[0]))[:2]
-    if len(objs) == 2 and last.any():
+    if inp.has_reference and mix is not None and last.any():
+        # Paints mix subtractively (blue + yellow = green, off the Lab segment between them):
+        # the reference's mixture colour is the yardstick, relative to the Lab range of the scene.
+        assert inp.ref_frames is not None
+        mine = rgb_to_lab(inp.frames[-1])[last].mean(axis=0)
+        ref_lab = rgb_to_lab(inp.ref_frames[0]).reshape(-1, 3)
+        scale = max(float(np.linalg.norm(ref_lab.max(0) - ref_lab.min(0))), 1.0)
+        dist = float(np.linalg.norm(mine - mix)) / scale
+        measured["colour_distance"] = dist
+    elif len(objs) == 2 and last.any():
         lab0 = rgb_to_lab(np.stack([objs[0].color[0], objs[1].color[0]]).astype(np.uint8).reshape(1, 2, 3))[0]
         mix = rgb_to_lab(inp.frames[-1])[last].mean(axis=0)
         dist = segment_distance(mix, lab0[0], lab0[1])
