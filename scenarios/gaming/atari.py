@@ -57,8 +57,8 @@ def agent_mask_native(spec: dict[str, Any], frame: np.ndarray) -> np.ndarray:
 class AtariGenerator(CaseGenerator):
     """An Atari game played with one held action per chunk.
 
-    Params (all optional): ``resolution`` [H, W] (64x64), ``num_frames`` (32), ``fps`` and
-    ``frame_skip`` (the game's defaults), ``num_chunks`` (4), ``actions`` (one action name
+    Params (all optional): ``resolution`` [H, W] (64x64), ``num_frames`` (32), ``fps`` (the
+    game's default, 15) and ``frame_skip`` (``60 / fps``: real time), ``num_chunks`` (4), ``actions`` (one action name
     per chunk; default: drawn from the game's plan by seed), ``warmup`` (NOOP video frames
     before recording; default drawn by seed in [0, 20)).
     """
@@ -66,18 +66,20 @@ class AtariGenerator(CaseGenerator):
     game: ClassVar[str] = "breakout"
     name: ClassVar[str] = "gaming.atari_breakout"
     version: ClassVar[str] = "1"
-    accepted_params: ClassVar[frozenset[str]] = frozenset({'actions', 'fps', 'frame_skip', 'num_chunks', 'num_frames', 'resolution', 'warmup'})
+    accepted_params: ClassVar[frozenset[str]] = frozenset(
+        {"actions", "fps", "frame_skip", "num_chunks", "num_frames", "resolution", "warmup"})
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
         unknown = set(params) - self.accepted_params
         if unknown:
             raise ValueError(f"{self.name}: unknown params {sorted(unknown)}; accepted: {sorted(self.accepted_params)}")
         spec = atari_spec(self.game)
-        p = dict(params)
+        p = params
         h, w = (int(v) for v in p.get("resolution", (64, 64)))
         num_frames = int(p.get("num_frames", 32))
         fps = float(p.get("fps", spec["default_fps"]))
-        frame_skip = int(p.get("frame_skip", spec["default_frame_skip"]))
+        # real time by default: the emulator runs at 60 Hz, so a video frame is 60 / fps emulator frames
+        frame_skip = int(p.get("frame_skip", max(1, round(60.0 / fps)) if "fps" in p else spec["default_frame_skip"]))
         num_chunks = int(p.get("num_chunks", 4))
         rng = np.random.default_rng(seed)
         actions = p.get("actions")

@@ -141,3 +141,20 @@ def test_agent_window_in_metadata_contains_the_output_mask(rendered, game):
     assert win["rows"][0] <= ys.min() and ys.max() < win["rows"][1]
     assert win["cols"][0] <= xs.min() and xs.max() < win["cols"][1]
     assert space["agent_color"] == atari_spec(game)["agent_color"]
+
+
+def test_freeway_mask_follows_the_chicken_across_the_road():
+    """The chicken is masked all the way up (its window spans the road), on the RAM-derived row."""
+    case = freeway.make_case("f", seed=0, num_frames=120, num_chunks=1, actions=["UP"], warmup=0)
+    r = freeway.render(case)
+    y_native = r.states["agent"]["position_native"][:, 1]
+    assert y_native.min() < 60  # it got past the centre line
+    for t in range(0, case.num_frames, 10):
+        ys, _ = np.nonzero(r.masks[t])
+        assert len(ys) > 0, t
+        assert abs(ys.mean() - r.states["agent"]["position"][t, 1]) < 2.0, t
+
+
+def test_fps_sets_a_real_time_frame_skip():
+    assert breakout.make_case("b", fps=30).metadata["params"]["frame_skip"] == 2
+    assert breakout.make_case("b").metadata["params"]["frame_skip"] == 4
