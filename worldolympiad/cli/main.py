@@ -339,8 +339,12 @@ def _load_dispatch(target: str, provider: str) -> Any:
 def dispatch(cmd: str, rest: list[str]) -> int:
     target, provider = DISPATCH[cmd]
     if cmd == "scenarios":
+        usage = "usage: worldolympiad scenarios render SUITE OUT [options]  (see `worldolympiad scenarios render --help`)"
+        if rest[:1] in (["-h"], ["--help"]):
+            print(usage)
+            return 0
         if not rest or rest[0] != "render":
-            print("usage: worldolympiad scenarios render SUITE OUT", file=sys.stderr)
+            print(usage, file=sys.stderr)
             return 2
         rest = rest[1:]
     fn = _load_dispatch(target, provider)
@@ -378,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--out", help="suite JSON to write (default: ROOT/suite.json)")
     im.add_argument("--name", help="suite name (default: the folder name)")
     for cmd, (target, provider) in DISPATCH.items():
-        sub.add_parser(cmd, help=f"→ {target} ({provider}); see `worldolympiad {cmd} --help`", add_help=False)
+        more = " render" if cmd == "scenarios" else ""
+        sub.add_parser(cmd, help=f"→ {target} ({provider}); see `worldolympiad {cmd}{more} --help`", add_help=False)
     return p
 
 
