@@ -21,7 +21,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -275,6 +275,8 @@ def simulate(
                         "v_out": v_out,
                         "restitution": -v_out / v_in,
                     })
+            if stop_after_events is not None and len(events) >= stop_after_events:
+                break  # the caller only wants the events (calibration): stop mid-frame
     return SimOutput(times=np.arange(pos.shape[0]) / fps, positions=pos, velocities=vel, quats=quat, qpos=qpos, events=events)
 
 
@@ -364,6 +366,3 @@ def calibrate_restitution(target: float, drop_height: float, fps: float, radius:
         e0, e1 = e1, measure(z1) - target
     return z1
 
-
-def with_zeta(spec: SceneSpec, zeta: float) -> SceneSpec:
-    return replace(spec, zeta=zeta)
