@@ -356,7 +356,10 @@ class MazeGenerator(CaseGenerator):
                 trial = [poses[-1]]
                 for _ in range(moves):
                     trial.append(step_pose(trial[-1], vocab[name]))
-                if fixed is None and not all(clearance_ok(grid, p.x, p.y) for p in trial[1:]):
+                if not all(clearance_ok(grid, p.x, p.y) for p in trial[1:]):
+                    if fixed is not None:
+                        raise ValueError(f"{self.name}: the given action {name!r} of chunk {k} walks into a wall of "
+                                         "this seed's maze; change it or omit 'actions' to let the planner choose")
                     continue
                 view = min(free_ahead(grid, trial[-1]), 6.0)
                 repeats = 0

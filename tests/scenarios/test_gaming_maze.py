@@ -133,3 +133,8 @@ def test_action_semantics_in_the_image():
     assert uv(step_pose(p0, vocab["strafe_left"]))[0] > u0
     fwd = uv(step_pose(p0, vocab["forward"]))
     assert fwd[0] < u0 and fwd[1] < v0  # moves outward from the centre as it approaches
+
+
+def test_given_actions_that_hit_a_wall_are_refused():
+    with pytest.raises(ValueError, match="walks into a wall"):
+        maze.make_case("m", seed=0, num_frames=64, num_chunks=2, actions=["strafe_left", "strafe_left"])
