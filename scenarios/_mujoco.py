@@ -23,6 +23,8 @@ import ctypes.util
 import logging
 import math
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,19 +39,36 @@ _GL_HINT = (
 )
 
 
-def choose_gl_backend() -> str:
-    """Set ``MUJOCO_GL`` (if the user has not) to a backend whose library is present.
+def _backend_works(backend: str) -> bool:
+    """Whether MuJoCo can open an offscreen GL context with ``backend`` (checked in a child
+    process, because PyOpenGL fixes its platform at first import)."""
+    env = dict(os.environ, MUJOCO_GL=backend, PYOPENGL_PLATFORM=backend)
+    code = "import mujoco; c = mujoco.GLContext(8, 8); c.make_current(); c.free()"
+    try:
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
 
-    EGL is preferred (faster with llvmpipe); OSMesa is the fallback when ``libEGL`` is
-    missing. The choice must happen before MuJoCo (and PyOpenGL) are first imported.
+
+def choose_gl_backend() -> str:
+    """Set ``MUJOCO_GL`` (if the user has not) to a headless backend that works here.
+
+    EGL is preferred (faster with llvmpipe); OSMesa is the fallback when EGL's library
+    is missing or cannot open a context (probed once in a child process; the choice is
+    exported in ``MUJOCO_GL`` so child processes inherit it). The choice must happen
+    before MuJoCo (and PyOpenGL) are first imported in this process.
     """
     if "MUJOCO_GL" not in os.environ:
-        if ctypes.util.find_library("EGL"):
+        has_egl = bool(ctypes.util.find_library("EGL"))
+        has_osmesa = bool(ctypes.util.find_library("OSMesa"))
+        if has_egl and (not has_osmesa or _backend_works("egl")):
             os.environ["MUJOCO_GL"] = "egl"
-        elif ctypes.util.find_library("OSMesa"):
+        elif has_osmesa:
+            logger.info("EGL unavailable or broken; rendering MuJoCo with OSMesa")
             os.environ["MUJOCO_GL"] = "osmesa"
         else:
-            os.environ["MUJOCO_GL"] = "egl"
+            os.environ["MUJOCO_GL"] = "egl"  # fails later with a message naming the apt packages
     if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
         os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
     return os.environ["MUJOCO_GL"]

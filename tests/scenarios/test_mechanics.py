@@ -180,3 +180,15 @@ def test_restitution_holds_across_settings_and_impact_speeds(setting):
     assert len(fast) >= 3
     for ev in fast:
         assert abs(ev["restitution"] - setting) / setting < 0.02, ev
+
+
+def test_gl_backend_choice_respects_the_user_and_probes_backends(monkeypatch):
+    from scenarios import _mujoco
+
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)
+    assert _mujoco.choose_gl_backend() == "osmesa"
+    import os
+
+    assert os.environ["PYOPENGL_PLATFORM"] == "osmesa"  # PyOpenGL must agree with MuJoCo
+    assert _mujoco._backend_works("no-such-backend") is False
