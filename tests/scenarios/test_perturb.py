@@ -83,11 +83,13 @@ def _vertical_accel(frames, plate, n):
     return np.polyfit(t[ok], c[ok, 1], 2)[0] * 2  # px / frame^2, image y points down
 
 
-def test_gravity_reversed_makes_the_object_accelerate_upward(fall):
+@pytest.mark.parametrize("rendered", [True, False])
+def test_gravity_reversed_makes_the_object_accelerate_upward(fall, rendered):
+    # rendered=False: the degraded mode estimates the moving object from motion alone
     n = _falling_frames(fall)
     plate = _plate(fall[1].video.frames)
     a_ref = _vertical_accel(fall[1].video.frames, plate, n)
-    a_rev = _vertical_accel(_apply("gravity_reversed", fall, 1.0).frames, plate, n)
+    a_rev = _vertical_accel(_apply("gravity_reversed", fall, 1.0, rendered=rendered).frames, plate, n)
     assert a_ref > 0.1 and a_rev < -0.5 * a_ref
 
 
