@@ -1,6 +1,6 @@
-"""Robotics family: a Franka Panda (pybullet) pushing, picking and placing cubes.
+"""Robotics family: a Franka Panda (pybullet) pushing, picking, placing and stacking cubes.
 
-Generators ``robotics.push``, ``robotics.pick``, ``robotics.place``
+Generators ``robotics.push``, ``robotics.pick``, ``robotics.place``, ``robotics.stack``
 (:mod:`scenarios.robotics.arm`); action vocabulary in ``tasks.yaml``. Import-light:
 pybullet loads on first render.
 """
@@ -13,6 +13,7 @@ GENERATORS: dict[str, str] = {
     "robotics.push": "scenarios.robotics.arm:push",
     "robotics.pick": "scenarios.robotics.arm:pick",
     "robotics.place": "scenarios.robotics.arm:place",
+    "robotics.stack": "scenarios.robotics.arm:stack",
 }
 
 

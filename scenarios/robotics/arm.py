@@ -41,7 +41,7 @@ SIM_HZ = 240
 NEAR, FAR = 0.05, 5.0
 REST_POSE = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785]
 DOWN_EULER = (math.pi, 0.0, 0.0)
-TASK_VERBS = {"push": "pushes", "pick": "picks up", "place": "picks and places"}
+TASK_VERBS = {"push": "pushes", "pick": "picks up", "place": "picks and places", "stack": "stacks"}
 DIRECTION_WORDS = {(1, 0): "away from the robot", (-1, 0): "toward the robot", (0, 1): "to the robot's left",
                    (0, -1): "to the robot's right"}
 
@@ -438,6 +438,43 @@ class PlaceGenerator(ArmGenerator):
         return start, 0.04, plan
 
 
+class StackGenerator(ArmGenerator):
+    """Pick a cube and stack it on another cube."""
+
+    task = "stack"
+    name = "robotics.stack"
+    rules = ("gravity",)
+
+    def _layout(self, rng, distractors):
+        if distractors < 1:
+            raise ValueError(f"{self.name}: needs distractors >= 1 (the cube to stack on), got {distractors}")
+        layout = super()._layout(rng, distractors)
+        others = [n for n in layout["objects"] if n != layout["target"]]
+        layout["base"] = others[0]
+        return layout
+
+    def _plan(self, layout, rng):
+        cube = load_tasks()["cube_size"]
+        obj = [float(v) for v in layout["objects"][layout["target"]]]
+        base = np.array(layout["objects"][layout["base"]], dtype=np.float64)
+        start = [obj[0], obj[1], 0.18]
+        name, base_name = layout["target"].replace("_", " "), layout["base"].replace("_", " ")
+        move = base[:2] - np.array(obj[:2])
+        lifted = obj[2] + 0.12
+        above = base[2] + cube + 0.01  # held cube 1 cm above the base cube's top face
+        plan = [
+            ({"name": "move_ee", "delta": [0.0, 0.0, obj[2] - 0.18]}, f"the open gripper descends onto the {name}"),
+            ({"name": "grasp"}, f"the gripper closes on the {name}"),
+            ({"name": "move_ee", "delta": [0.0, 0.0, 0.12]}, f"the arm lifts the {name}"),
+            ({"name": "move_ee", "delta": [float(move[0]), float(move[1]), 0.0]},
+             f"the arm carries the {name} {float(np.linalg.norm(move)) * 100:.0f} cm {_direction_word(move)} over the {base_name}"),
+            ({"name": "move_ee", "delta": [0.0, 0.0, float(above - lifted)]}, f"the arm lowers the {name} onto the {base_name}"),
+            ({"name": "release"}, f"the gripper opens and the {name} rests on top of the {base_name}"),
+        ]
+        return start, 0.04, plan
+
+
 push = PushGenerator()
 pick = PickGenerator()
 place = PlaceGenerator()
+stack = StackGenerator()

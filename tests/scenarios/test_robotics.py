@@ -9,7 +9,7 @@ pytest.importorskip("pybullet")
 
 from scipy import ndimage  # noqa: E402
 
-from scenarios.robotics.arm import pick, place, project, push  # noqa: E402
+from scenarios.robotics.arm import pick, place, project, push, stack  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +169,14 @@ def test_orbiting_camera_poses_match_the_images():
             assert np.hypot(uv[0] - xs.mean(), uv[1] - ys.mean()) < 0.5, (t, name)
             checked += 1
     assert checked >= 2
+
+
+def test_stack_puts_the_cube_on_the_other_cube():
+    case = stack.make_case("stack-t", seed=1, resolution=[48, 48], num_frames=36)
+    r = stack.render(case)
+    top = r.states["objects"][case.metadata["layout"]["target"]]["position"][-1]
+    base = r.states["objects"][case.metadata["layout"]["base"]]["position"][-1]
+    assert np.linalg.norm(top[:2] - base[:2]) < 0.01
+    assert abs((top[2] - base[2]) - 0.05) < 0.005  # resting on the base's top face
+    with pytest.raises(ValueError, match="distractors >= 1"):
+        stack.make_case("s", distractors=0)

@@ -41,7 +41,7 @@ def test_my_families_register_without_heavy_imports():
         from worldolympiad.registries import GENERATORS
         names = set(GENERATORS.names())
         mine = {"gaming.atari_breakout", "gaming.atari_pong", "gaming.atari_freeway", "gaming.maze",
-                "robotics.push", "robotics.pick", "robotics.place", "realworld.clip"}
+                "robotics.push", "robotics.pick", "robotics.place", "robotics.stack", "realworld.clip"}
         assert mine <= names, mine - names
         for n in mine:
             GENERATORS.get(n)
