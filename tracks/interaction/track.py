@@ -198,10 +198,17 @@ class InteractionTrack(Track):
 
 
 def _chunks_for(video: Video, case: Case) -> tuple[Chunk, ...]:
-    """The case's chunks (with actions and captions), clipped to the video's length."""
+    """The case's chunks (with actions and captions), clipped to the video's length.
+
+    A model may return fewer frames than asked; chunks past the end are dropped and the last
+    one is cut, so every metric judges only frames that exist.
+    """
+    import dataclasses
+
     chunks = case.chunks or video.chunks
     T = video.num_frames
-    return tuple(c for c in chunks if c.frame_start < T and c.frame_end - c.frame_start > 0)
+    return tuple(dataclasses.replace(c, frame_end=min(c.frame_end, T)) for c in chunks
+                 if c.frame_start < T and c.frame_end - c.frame_start > 0)
 
 
 def _json_default(o: Any) -> Any:

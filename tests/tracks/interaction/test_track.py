@@ -139,3 +139,12 @@ def test_missing_clip_folder_is_reported_not_fatal(synth, tmp_path):
     out = InteractionTrack().evaluate(Video(synth.camera_video([(1, 0, 0), (-1, 0, 0)]), 12.0), case, ctx)
     assert any("CLIP could not be loaded" in e for e in out.errors)
     assert next(m for m in out.metrics if m.name == "text_alignment").status == "not_applicable"
+
+
+def test_short_video_is_judged_on_the_frames_it_has(synth, tmp_path):
+    case = _case(["turn_left", "turn_right", "turn_left"], n=36)
+    frames = synth.camera_video([(1.5, 0, 0), (-1.5, 0, 0)])[:20]  # the model stopped early
+    out = InteractionTrack().evaluate(Video(frames, 12.0), case, EvalContext(work_dir=tmp_path))
+    following = json.loads((tmp_path / "interaction.json").read_text())["following"]["chunks"]
+    assert [c["index"] for c in following] == [0, 1]
+    assert next(m for m in out.metrics if m.name == "direction_accuracy").raw == 1.0
