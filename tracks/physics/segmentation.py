@@ -432,8 +432,9 @@ class SAMSegmenter(Segmenter):
                     kw: dict[str, Any] = {"multimask_output": False}
                     if boxes[i] is not None:
                         kw["box"] = boxes[i]
-                    if points[i] is not None:
-                        kw["point_coords"] = points[i].reshape(1, 2)
+                    pt = points[i]
+                    if pt is not None:
+                        kw["point_coords"] = pt.reshape(1, 2)
                         kw["point_labels"] = np.ones(1, np.int64)
                     masks, _, _ = predictor.predict(**kw)
                     m = masks[0].astype(bool)

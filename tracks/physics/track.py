@@ -85,7 +85,7 @@ class Analysis:
 
 def _cap_frames(video: Video, max_frames: int) -> tuple[np.ndarray, float]:
     T = video.num_frames
-    if T <= max_frames:
+    if max_frames >= T:
         return video.frames, video.fps
     idx = np.unique(np.linspace(0, T - 1, max_frames).round().astype(int))
     return video.frames[idx], video.fps * len(idx) / T
@@ -194,7 +194,7 @@ class PhysicsTrack(Track):
 
         ref_video = ctx.reference()
         frames, fps = _cap_frames(video, max_frames)
-        ref_frames, ref_fps = _cap_frames(ref_video, max_frames) if ref_video is not None else (None, None)
+        ref_frames, ref_fps = _cap_frames(ref_video, max_frames) if ref_video is not None else (None, 0.0)
 
         with ctx.timed("segmentation"):
             hints = object_hints(case, None, ref_frames, segmenter)
@@ -224,12 +224,12 @@ class PhysicsTrack(Track):
             with ctx.timed("judge"):
                 marks = jp.marked_frames(src.frames, src.seg, src.tracks, n_judge_frames)
                 for rid, rule in rules_all.items():
-                    v = jp.ask(judge, jp.applicability_prompt(rule, case.prompt, src.tracks), marks,
-                               ("related", "confidence"), "related", samples)
-                    stage1[rid] = v.to_dict()
-                    if v.error:
-                        errors.append(f"judge stage 1 ({rid}): {v.error}")
-                    if v.value:
+                    related = jp.ask(judge, jp.applicability_prompt(rule, case.prompt, src.tracks), marks,
+                                     ("related", "confidence"), "related", samples)
+                    stage1[rid] = related.to_dict()
+                    if related.error:
+                        errors.append(f"judge stage 1 ({rid}): {related.error}")
+                    if related.value:
                         applicability[rid] = tag
         elif ref is not None:
             with ctx.timed("checks"):

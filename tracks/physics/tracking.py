@@ -226,7 +226,7 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
     for t, d in lv.rows.items():
         cen[t], area[t], bbox[t], col[t], touching[t] = d.centroid, d.area, d.bbox, d.color, d.touching
     ts = sorted(lv.rows)
-    first, last = ts[0], ts[-1]
+    first = ts[0]
     state = [ABSENT] * T
     for t in ts:
         state[t] = VISIBLE
@@ -243,12 +243,13 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
             box = (1 - a) * d_prev.bbox + a * lv.rows[nxt].bbox
         else:
             box = d_prev.bbox
-        state[t] = _explain(box, d_prev, all_dets[t], H, W, after_last=t > last)
+        state[t] = _explain(box, d_prev, all_dets[t], H, W)
     appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
     return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W))
 
 
-def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int, after_last: bool) -> str:
+def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int) -> str:
+    """Why a track is unmatched at a frame: out of view, behind another mask, or missing."""
     x0, y0, x1, y1 = box
     inside = max(0.0, min(x1, W) - max(x0, 0)) * max(0.0, min(y1, H) - max(y0, 0))
     total = max(1e-6, (x1 - x0) * (y1 - y0))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")

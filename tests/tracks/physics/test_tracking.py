@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from tracks.physics.synthetic import crossing_balls
 from tracks.physics.tracking import MISSING, OCCLUDED, VISIBLE, track_objects
 
