@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scenarios._mujoco import intrinsics_from_fovy, project_points
 from scenarios.mechanics.sim import (
     COLORS,
     GRAVITY,
@@ -133,8 +134,6 @@ class MechanicsGenerator(CaseGenerator):
         bounds = even_chunks(T, nc)
         captions = [self.caption(spec, sim, c.frame_start, c.frame_end) for c in bounds]
         chunks = even_chunks(T, nc, captions=captions, actions=[None] * nc)
-        from scenarios._mujoco import intrinsics_from_fovy, project_points
-
         K = intrinsics_from_fovy(spec.fovy, *res)
         c2w = camera_pose(spec)
         objects = []

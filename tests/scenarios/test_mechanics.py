@@ -108,7 +108,7 @@ def test_collision_conserves_momentum_with_restitution(rendered):
     v0 = np.asarray(r.states["objects"][a]["velocity"])[0, 0]
     assert abs(ma * v[a] + mb * v[b] - ma * v0) / (ma * v0) < 0.01
     assert abs(v[b] - cf[b]["velocity_after"]) < 0.02 * v0
-    assert abs(cf["restitution"] - 0.8) < 0.05
+    assert abs(cf["restitution"] - 0.8) / 0.8 < 0.02  # ball-ball impact honours the setting too
 
 
 def test_stack_topples_only_past_the_centre_of_mass_limit():
