@@ -3,8 +3,8 @@
 A :class:`SceneSpec` is plain data (bodies, camera, contact law); :func:`simulate` steps
 it with MuJoCo's RK4 integrator at a timestep that divides the frame period exactly (so
 frame ``k`` is at ``t = k / fps`` and closed forms can be compared sample by sample),
-records per-frame states and contact events, and optionally renders RGB, object masks and
-depth from a fixed camera.
+records per-frame states and contact events; :func:`render_states` replays the states to
+render RGB, object masks and metric depth from a fixed camera.
 
 Contact law: every geom uses MuJoCo's *direct* soft-contact reference
 ``solref = (-k, -b)`` with a near-rigid impedance (``solimp`` 0.99), i.e. a linear
@@ -12,7 +12,9 @@ spring-damper on the contact coordinate. Its coefficient of restitution is set b
 damping ratio ``zeta = b / (2 sqrt(k))``; because the contact releases when the force
 reaches zero (not when penetration does) the realised restitution is higher than the
 textbook ``exp(-zeta pi / sqrt(1 - zeta^2))``, so :func:`calibrate_restitution` measures
-it and solves for ``zeta`` (secant on the measured first impact).
+it and solves for ``zeta`` (secant on the mean restitution of probe impacts at the case's
+impact speeds and several sub-step phases). Measured: within 2 % of the setting for every
+impact faster than 0.5 m/s, settings 0.55-0.9 (``bench/bench_scenarios_a.py``).
 """
 
 from __future__ import annotations
