@@ -161,6 +161,8 @@ def build_tiny_wan(path) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_wan(tmp_path_factory):
+    pytest.importorskip("diffusers", reason="the diffusers adapter needs the 'ml' extra")
+    pytest.importorskip("transformers", reason="the tiny Wan text encoder needs the 'ml' extra")
     path = tmp_path_factory.mktemp("tiny_wan")
     build_tiny_wan(path)
     return path
