@@ -133,7 +133,7 @@ def gaming_suite() -> list[Case]:
 
 
 def robotics_suite() -> list[Case]:
-    """A Franka Panda (pybullet) pushing, picking and placing objects."""
+    """A Franka Panda (pybullet) pushing, picking, placing and stacking cubes."""
     return build_suite("robotics")
 
 
