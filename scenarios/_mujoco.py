@@ -74,9 +74,24 @@ def choose_gl_backend() -> str:
     return os.environ["MUJOCO_GL"]
 
 
+def _preload_triton() -> None:
+    """Load triton's ``libtriton.so`` before Mesa's GL is loaded.
+
+    Mesa's llvmpipe (EGL and OSMesa alike) and libtriton each carry their own LLVM. When
+    Mesa's comes first, a later ``import triton`` — which torch performs lazily, e.g. via
+    ``torch._dynamo`` in the geometry track — segfaults inside ``dlopen``. In the other
+    order both work, so render-then-evaluate processes (``evaluate-model``) stay alive.
+    """
+    try:
+        import triton._C.libtriton  # noqa: F401
+    except Exception:  # noqa: BLE001 - no triton (CPU-only torch): nothing to preload
+        pass
+
+
 def import_mujoco() -> Any:
     """Import MuJoCo with a headless GL backend selected."""
     choose_gl_backend()
+    _preload_triton()
     import mujoco
 
     return mujoco
