@@ -126,7 +126,8 @@ class SimOutput:
     poses: np.ndarray | None = None  # [T, 4, 4] camera-to-world, OpenCV
 
 
-def _fmt(v: tuple[float, ...] | list[float]) -> str:
+def _fmt(v: Any) -> str:
+    """Numbers (a sequence or array) as an MJCF attribute value, exactly (``repr``)."""
     return " ".join(repr(float(x)) for x in v)
 
 

@@ -90,11 +90,12 @@ def object_layers(video: Video, rendered: Rendered | None) -> Layers:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            plate = np.nanmedian(f, axis=0)
-    holes = np.isnan(plate).any(axis=-1)
-    plate = np.nan_to_num(plate, nan=0.0).round().astype(np.uint8)
+            median = np.nanmedian(f, axis=0)  # [H, W, 3], NaN where always covered
+    holes = np.isnan(median).any(axis=-1)
+    plate: np.ndarray = np.nan_to_num(median, nan=0.0).round().astype(np.uint8)
     if holes.any():
-        plate = cv2.inpaint(plate, holes.astype(np.uint8), 3, cv2.INPAINT_TELEA)
+        hole_mask = np.asarray(holes, dtype=np.uint8)
+        plate = np.asarray(cv2.inpaint(plate, hole_mask, 3, cv2.INPAINT_TELEA))
     return Layers(masks=masks, object_ids=ids, plate=plate, exact=exact)
 
 

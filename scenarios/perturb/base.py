@@ -46,6 +46,7 @@ def perturbation(name: str, family: str, knob: str) -> Callable[[Impl], Callable
                 raise ValueError(f"perturbation {name!r}: strength must be a finite number >= 0, got {strength!r} ({knob})")
             if rng is None:
                 rng = np.random.default_rng(0)
+            details: dict[str, Any]
             if s == 0:
                 frames, details = video.frames.copy(), {}
             else:

@@ -79,8 +79,8 @@ class Canvas:
     def poly(self, pts: list[tuple[float, float]], color: tuple[int, ...], oid: int = 0, alpha: float = 1.0) -> None:
         import cv2
 
-        arr = np.array([self._p(x, y) for x, y in pts], np.int32)[None]
-        self._draw(lambda im, col, aa: cv2.fillPoly(im, arr, col, aa, SHIFT), color, oid, alpha)
+        arr = np.array([self._p(x, y) for x, y in pts], np.int32)
+        self._draw(lambda im, col, aa: cv2.fillPoly(im, [arr], col, aa, SHIFT), color, oid, alpha)
 
     def _draw(self, fn: Any, color: tuple[int, ...], oid: int, alpha: float) -> None:
         import cv2

@@ -27,6 +27,8 @@ import numpy as np
 
 from scenarios.procedural.common import Canvas, ProceduralGenerator, pct, table_background
 from scenarios.procedural.thermal import _p
+from worldolympiad.scenario import Rendered
+from worldolympiad.types import Case
 
 DYES: dict[str, tuple[tuple[int, int, int], tuple[float, float, float]]] = {
     # name: (display rgb, absorbance per unit concentration for R, G, B)
@@ -87,7 +89,7 @@ class ColorMixing(ProceduralGenerator):
         c.mask[tray & dyed[1] & ~dyed[0]] = 2
         c.mask[tray & dyed[0] & dyed[1]] = 3
 
-    def render(self, case: Any) -> Any:
+    def render(self, case: Case) -> Rendered:
         out = super().render(case)
         (H, W) = out.video.resolution
         q = out.states

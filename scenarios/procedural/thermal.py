@@ -30,9 +30,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scenarios.procedural.common import Canvas, ProceduralGenerator, pct, smooth_noise, table_background
+from worldolympiad.scenario import Rendered
+from worldolympiad.types import Case
 
 
-def _p(params: dict[str, Any], key: str, draw: float) -> float:
+def _p(params: dict[str, Any], key: str, draw: float | np.number) -> float:
+    """Explicit param if given, else the seeded draw (always drawn, so later draws stay aligned)."""
     return float(params[key]) if key in params else float(draw)
 
 
@@ -202,10 +205,11 @@ class Condensation(ProceduralGenerator):
             if r > 0:
                 c.ellipse(x, y, r, r * c.W / c.H, (235, 245, 250), oid=2)
 
-    def render(self, case: Any) -> Any:
+    def render(self, case: Case) -> Rendered:
         out = super().render(case)
-        glass = out.masks > 0
-        out.states["coverage"] = (out.masks == 2).reshape(len(out.masks), -1).sum(1) / glass.reshape(len(out.masks), -1).sum(1)
+        assert out.masks is not None
+        flat = out.masks.reshape(len(out.masks), -1)
+        out.states["coverage"] = (flat == 2).sum(1) / (flat > 0).sum(1)  # droplet share of the glass
         return out
 
     def caption(self, q: dict[str, Any], start: int, end: int) -> str:
@@ -300,10 +304,11 @@ class Deposition(ProceduralGenerator):
         c.mask[frost] = 1
         c.texture(frost, smooth_noise(np.random.default_rng(11), c.H, c.W, cells=16), 0.06)
 
-    def render(self, case: Any) -> Any:
+    def render(self, case: Case) -> Rendered:
         out = super().render(case)
-        pane = (out.masks > 0).reshape(len(out.masks), -1).sum(1)
-        out.states["frost_fraction"] = (out.masks == 1).reshape(len(out.masks), -1).sum(1) / pane
+        assert out.masks is not None
+        flat = out.masks.reshape(len(out.masks), -1)
+        out.states["frost_fraction"] = (flat == 1).sum(1) / (flat > 0).sum(1)  # frost share of the pane
         return out
 
     def caption(self, q: dict[str, Any], start: int, end: int) -> str:
