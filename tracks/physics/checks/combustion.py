@@ -73,12 +73,17 @@ def run(inp: CheckInput) -> CheckResult:
             return not_applicable(NAME, "no flame in the video")
         presence = min(1.0, f.mean() / 0.3)
     name = fuel(inp)
-    mono = 1.0
+    mono, need = 1.0, 0.7
     if name is not None:
         a = smoothed_area(inp.tracks, name)
-        mono = monotone_fraction(a, -1) if np.nanmax(a) > np.nanmin(a) else 0.0
+        mono = monotone_fraction(a, -1) if len(a) and np.nanmax(a) > np.nanmin(a) else 0.0
         measured.update(fuel=name, fuel_monotone=mono)
+        if inp.has_reference and inp.ref_tracks:
+            ra = smoothed_area(inp.ref_tracks, name)
+            ref_mono = monotone_fraction(ra, -1) if len(ra) and np.nanmax(ra) > np.nanmin(ra) else 0.0
+            need = min(0.7, ref_mono - 0.1)
+            measured["fuel_monotone_ref"] = ref_mono
     score = float(presence * mono)
-    ok = presence >= 0.5 and mono >= 0.7
+    ok = presence >= 0.5 and mono >= need
     return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured,
                        "" if ok else f"flame presence {presence:.2f}, fuel shrink monotone {mono:.2f}")

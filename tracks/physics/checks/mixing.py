@@ -69,14 +69,16 @@ def run(inp: CheckInput) -> CheckResult:
     if inp.has_reference:
         assert inp.ref_frames is not None
         rs, _ = spread(inp.ref_frames, mix)
-        measured["spread_final_ref"] = float(rs[-1])
+        ref_mono = monotone_fraction(rs, +1)
+        measured.update(spread_final_ref=float(rs[-1]), monotone_ref=ref_mono)
         if not spreads(rs):
             return not_applicable(NAME, "the reference shows no mixing or spreading", **measured)
         ratio = float(s[-1] / rs[-1])
+        need = min(0.8, ref_mono - 0.1)
     else:
         if not spreads(s):
             return not_applicable(NAME, "nothing spreads in the video")
-        ratio = 1.0
+        ratio, need = 1.0, 0.8
     dist = 0.0
     objs = sorted((tr for tr in inp.tracks if tr.visible[0]), key=lambda tr: -float(tr.area[0]))[:2]
     if inp.has_reference and mix is not None and last.any():
@@ -94,6 +96,6 @@ def run(inp: CheckInput) -> CheckResult:
         dist = segment_distance(mix, lab0[0], lab0[1])
         measured["colour_distance"] = dist
     score = mono * soft_ratio(ratio) * float(np.exp(-dist / 0.3))
-    ok = mono >= 0.8 and ratio >= 0.5 and dist < 0.3
+    ok = mono >= need and ratio >= 0.5 and dist < 0.3
     return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured,
                        "" if ok else f"spread monotone {mono:.2f}, spread/expected {ratio:.2f}, colour off-segment {dist:.2f}")
