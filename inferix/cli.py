@@ -1,4 +1,4 @@
-"""``inferix`` command line: generate | stream | serve | profile | bench.
+"""``inferix`` command line: generate | stream | serve | profile | bench | train.
 
 Examples::
 
@@ -8,6 +8,7 @@ Examples::
     inferix serve --model tiny --port 8000                            # HTTP + WebSocket + /demo (Gradio)
     inferix profile --model tiny --seconds 10 --out prof.json        # + prof.png
     inferix bench --quick
+    inferix train --config inferix/train/configs/reference_world.yaml [--resume] [--steps N]
 
 Actions file (JSON): a list with one entry per block (the last entry holds), each an action
 (``"forward"``, ``null``, ``{"name": ...}``) or ``{"action": ..., "prompt": ...}``; or
@@ -203,6 +204,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from inferix.train.config import load_config
+    from inferix.train.recipe import train
+
+    cfg = load_config(args.config)
+    if args.out_dir:
+        cfg.out_dir = str(Path(args.out_dir).resolve())
+    logging.getLogger("inferix").setLevel(logging.INFO)
+    trainer = train(cfg, resume=args.resume, steps=args.steps, device=args.device, progress=not args.no_progress)
+    print(f"trained {cfg.name} to step {trainer.state.step} in {trainer.state.wall_s:.0f} s; "
+          f"model -> {Path(cfg.out_dir) / 'model'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inferix", description="Inferix: block-diffusion video generation engine")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -237,6 +252,16 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="latency / cache / batching / FLOP-utilisation benchmarks")
     b.add_argument("--quick", action="store_true", help="small sizes (seconds, not minutes)")
     b.add_argument("--device", default="cpu")
+
+    t = sub.add_parser("train", help="train a model from a recipe (checkpoints, --resume, eval samples, export)")
+    t.add_argument("--config", required=True, help="recipe YAML (e.g. inferix/train/configs/reference_world.yaml)")
+    t.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in out_dir")
+    t.add_argument("--steps", type=int, default=None,
+                   help="stop at this step (default: the config's train.steps); with --resume and the "
+                        "current step it only exports")
+    t.add_argument("--out-dir", default=None, help="override the config's out_dir")
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -254,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_profile(args)
         if args.command == "bench":
             return cmd_bench(args)
+        if args.command == "train":
+            return cmd_train(args)
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"inferix {args.command}: error: {e}", file=sys.stderr)
         return 2

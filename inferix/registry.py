@@ -24,6 +24,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -193,7 +194,25 @@ def _tiny(device: str = "cpu", seed: int = 0, **_: Any) -> LoadedModel:
                        timesteps=tuple(timesteps("self_forcing")))
 
 
-MODELS: dict[str, Callable[..., LoadedModel]] = {"tiny": _tiny}
+# The reference world model shipped in the package (trained by inferix/train; see its MODEL_CARD.md).
+REFERENCE_WORLD_DIR = Path(__file__).resolve().parent / "weights" / "reference_world"
+
+
+def _reference_world(device: str = "cpu", **_: Any) -> LoadedModel:
+    from inferix.train.bundle import load_bundle
+
+    return load_bundle(REFERENCE_WORLD_DIR, device=device, name="reference-world")
+
+
+def _reference_world_random(device: str = "cpu", seed: int = 0, **_: Any) -> LoadedModel:
+    """Same architecture as ``reference-world``, random weights (the leaderboard's noise baseline)."""
+    from inferix.train.bundle import random_bundle
+
+    return random_bundle(REFERENCE_WORLD_DIR, seed=seed, device=device, name="reference-world-random")
+
+
+MODELS: dict[str, Callable[..., LoadedModel]] = {"tiny": _tiny, "reference-world": _reference_world,
+                                                 "reference-world-random": _reference_world_random}
 
 
 def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> LoadedModel:
@@ -204,6 +223,10 @@ def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> Loaded
     """
     if name_or_path in MODELS:
         return MODELS[name_or_path](device=device, **options)
+    from inferix.train.bundle import is_bundle, load_bundle
+
+    if is_bundle(name_or_path):  # a folder exported by `inferix train`
+        return load_bundle(name_or_path, device=device)
     try:
         from inferix.models import build_model  # type: ignore[attr-defined]
     except ImportError as e:

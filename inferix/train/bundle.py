@@ -1,0 +1,199 @@
+"""A trained model bundle on disk and in memory.
+
+Layout of an exported model (what ``inferix/weights/reference_world/`` ships)::
+
+    config.json                          the DiT's WanConfig (diffusers-compatible keys + actions)
+    diffusion_pytorch_model.safetensors  the DiT weights (EMA), written by inferix.models.save_pretrained
+    bundle.json                          codec patch, action vocabulary + map, block frames, fps,
+                                         few-step sampler, text length
+    MODEL_CARD.md                        data, steps, wall time, hardware, scores
+
+:func:`load_bundle` turns that folder into the :class:`~inferix.registry.LoadedModel` the engine
+serves; :func:`bundle_from_config` builds the same bundle with random weights from a training
+config (the start of training, and the "random weights" baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from inferix.registry import ActionVocab, HashedTextEncoder, LoadedModel
+
+if TYPE_CHECKING:
+    import torch
+
+    from inferix.train.config import TrainConfig
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BUNDLE_FILE", "BundleModel", "MappedActionVocab", "TruncatingTextEncoder", "bundle_from_config", "is_bundle", "load_bundle",
+           "random_bundle",
+           "write_bundle"]
+
+BUNDLE_FILE = "bundle.json"
+
+
+@dataclass
+class MappedActionVocab(ActionVocab):
+    """An :class:`~inferix.registry.ActionVocab` that also accepts the scenario names of ``aliases``.
+
+    Attributes:
+        aliases: scenario action name -> vocabulary name (e.g. ``RIGHTFIRE -> RIGHT``).
+    """
+
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    def id_of(self, action: Any) -> int:
+        if isinstance(action, dict):
+            action = action.get("name", action.get("action"))
+        if isinstance(action, str) and action not in self.names and action in self.aliases:
+            action = self.aliases[action]
+        return super().id_of(action)
+
+
+@dataclass
+class BundleModel(LoadedModel):
+    """A :class:`~inferix.registry.LoadedModel` that generates at most ``max_side`` pixels per side.
+
+    The reference model is trained at a small grid (CPU budget); a caller asking for a bigger
+    video gets the aspect-preserving grid within ``max_side`` and resizes the frames itself
+    (the WorldOlympiad bridge does).
+    """
+
+    max_side: int | None = None
+
+    def latent_hw_for(self, pixel_hw: tuple[int, int]) -> tuple[int, int]:
+        h, w = (int(v) for v in pixel_hw)
+        if self.max_side and max(h, w) > self.max_side:
+            k = self.max_side / max(h, w)
+            h, w = max(1, round(h * k)), max(1, round(w * k))
+        return super().latent_hw_for((h, w))
+
+
+class TruncatingTextEncoder(HashedTextEncoder):
+    """The hashed text embedding, keeping the first ``text_len`` words of longer prompts.
+
+    The reference model was trained on short chunk captions; a long case prompt is cut rather
+    than refused (the words past ``text_len`` would carry no learnt meaning anyway).
+    """
+
+    def __call__(self, prompt: str) -> Any:
+        if isinstance(prompt, str):
+            words = prompt.split()
+            if len(words) > self.text_len:
+                prompt = " ".join(words[: self.text_len])
+        return super().__call__(prompt)
+
+
+def _sampler_timesteps(steps: list[float], shift: float) -> tuple[float, ...]:
+    from inferix.schedulers import timesteps
+
+    return tuple(timesteps(steps, shift))
+
+
+def _assemble(name: str, model: Any, info: dict[str, Any]) -> BundleModel:
+    from inferix.models.vae import IdentityCodec
+
+    codec = IdentityCodec(patch=int(info["codec_patch"]))
+    acts = info["actions"]
+    vocab = MappedActionVocab(tuple(acts["vocabulary"]), default=acts["default"], aliases=dict(acts.get("map", {})))
+    cfg = model.config
+    return BundleModel(
+        name, model, codec, TruncatingTextEncoder(cfg.text_dim, cfg.text_len), vocab, tuple(acts["vocabulary"]),
+        latent_hw=tuple(info.get("latent_hw", (16, 16))), block_frames=int(info["block_frames"]),
+        fps=float(info["fps"]), timesteps=_sampler_timesteps(list(info["sampler"]["steps"]),
+                                                             float(info["sampler"]["shift"])),
+        max_side=info.get("max_side"),
+    )
+
+
+def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
+    """The ``bundle.json`` content of a model trained with ``cfg``."""
+    return {
+        "format": "inferix-bundle/1",
+        "name": cfg.name,
+        "codec": "identity",
+        "codec_patch": cfg.codec_patch,
+        "actions": {"vocabulary": list(cfg.actions.vocabulary), "map": dict(cfg.actions.map),
+                    "default": cfg.actions.default},
+        "block_frames": cfg.data.block_frames,
+        "fps": cfg.fps,
+        "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift},
+        # default grid when a caller gives no size: 64 x 64 pixels
+        "latent_hw": [max(2, 64 // cfg.codec_patch)] * 2,
+        "max_side": cfg.model.get("max_side"),
+    }
+
+
+def bundle_from_config(cfg: TrainConfig, seed: int | None = None, device: str = "cpu") -> BundleModel:
+    """A bundle with a freshly initialised DiT (seeded) in the architecture of ``cfg``."""
+    import torch
+
+    from inferix.models.causal_wan import CausalWanModel
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed if seed is None else seed)
+        model = CausalWanModel(cfg.wan_config())
+        # The table starts at zero by design (fine-tuning from plain Wan); a model trained from
+        # scratch needs distinct action embeddings from step 0 so their gradients differ.
+        torch.nn.init.normal_(model.action_embedder.table.weight, std=0.02)
+    return _assemble(cfg.name, model.to(device), bundle_info(cfg))
+
+
+def write_bundle(model: torch.nn.Module, cfg: TrainConfig, out: str | Path) -> Path:
+    """Export ``model`` (the DiT) + ``bundle.json`` into ``out`` (safetensors; see the module docstring)."""
+    from inferix.models.loading import save_pretrained
+
+    path = save_pretrained(model, out)  # type: ignore[arg-type]
+    (path / BUNDLE_FILE).write_text(json.dumps(bundle_info(cfg), indent=2))
+    return path
+
+
+def is_bundle(path: str | Path) -> bool:
+    """True if ``path`` is an exported bundle folder."""
+    return (Path(path).expanduser() / BUNDLE_FILE).is_file()
+
+
+def random_bundle(path: str | Path, seed: int = 0, device: str = "cpu", name: str | None = None) -> BundleModel:
+    """The architecture of the bundle at ``path`` with freshly initialised weights (a baseline).
+
+    Initialised exactly as training starts (seeded; action table ``N(0, 0.02)``), so it is the
+    trained model's step-0 twin.
+    """
+    import torch
+
+    from inferix.models.causal_wan import CausalWanModel
+    from inferix.models.configs import WanConfig
+
+    p = Path(path).expanduser()
+    if not is_bundle(p):
+        raise FileNotFoundError(f"{str(p)!r} is not an Inferix model bundle ({BUNDLE_FILE} missing)")
+    info = json.loads((p / BUNDLE_FILE).read_text())
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = CausalWanModel(WanConfig.from_json(p / "config.json"))
+        if model.action_embedder is not None and model.action_embedder.num_actions is not None:
+            torch.nn.init.normal_(model.action_embedder.table.weight, std=0.02)
+    return _assemble(name or f"{info.get('name', p.name)}-random", model.to(device).eval(), info)
+
+
+def load_bundle(path: str | Path, device: str = "cpu", name: str | None = None) -> BundleModel:
+    """Load an exported bundle folder (weights via ``inferix.models.build_model``: safetensors only).
+
+    Raises:
+        FileNotFoundError: the folder or its ``bundle.json`` / weights are missing.
+    """
+    from inferix.models import build_model  # type: ignore[attr-defined]
+
+    p = Path(path).expanduser()
+    info_path = p / BUNDLE_FILE
+    if not info_path.is_file():
+        raise FileNotFoundError(f"{str(p)!r} is not an Inferix model bundle: {BUNDLE_FILE} is missing "
+                                "(export one with `inferix train --config FILE`)")
+    info = json.loads(info_path.read_text())
+    model = build_model(str(p), device=device)
+    return _assemble(name or info.get("name", p.name), model, info)

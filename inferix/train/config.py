@@ -1,0 +1,212 @@
+"""The training recipe as data: one YAML file (see ``inferix/train/configs/reference_world.yaml``).
+
+Sections::
+
+    name: reference_world
+    seed: 0
+    out_dir: runs/reference_world        # checkpoints, samples, the exported model
+    data:    roots (folders written by `worldolympiad scenarios render`), scenario weights,
+             block_frames, blocks_per_clip, caption_dropout
+    model:   WanConfig fields of the DiT + codec_patch (pixels per latent cell of the identity codec)
+             + max_side (largest generated side in pixels; bigger requests are generated smaller)
+    actions: vocabulary (the model's action names), map (scenario action name -> vocabulary name),
+             default (for chunks without an action)
+    sampler: steps (on the [0, 1000] scale) + shift: the few-step list generation uses
+    train:   steps, batch_size, lr, warmup, weight_decay, grad_clip, ema, timestep_shift,
+             teacher_forcing, log_every, ckpt_every, eval_every, eval_videos, threads
+
+Relative paths (``out_dir``, ``data.roots``) are resolved against the config file's folder,
+so a committed config reproduces from any working directory.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ActionsConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig", "load_config"]
+
+
+@dataclass
+class DataConfig:
+    """Where clips come from and how they are cut.
+
+    Attributes:
+        roots: folders written by ``worldolympiad scenarios render`` (each has ``suite.json``).
+        weights: sampling weight per scenario family (``gaming``, ``robotics``...); 1 if absent.
+        block_frames: latent frames per generated block (= the engine's ``block_frames``).
+        blocks_per_clip: generated blocks per training clip (after the 1-frame clean prefix).
+        caption_dropout: probability of training a clip with the empty caption.
+        max_videos: read at most this many videos (tests); None = all.
+    """
+
+    roots: list[str] = field(default_factory=list)
+    weights: dict[str, float] = field(default_factory=dict)
+    block_frames: int = 2
+    blocks_per_clip: int = 4
+    caption_dropout: float = 0.1
+    max_videos: int | None = None
+
+
+@dataclass
+class ActionsConfig:
+    """The model's action vocabulary and how scenario actions map onto it.
+
+    Attributes:
+        vocabulary: action names, in id order.
+        map: scenario action name -> vocabulary name (names already in the vocabulary map to themselves).
+        default: vocabulary name for chunks without an action.
+    """
+
+    vocabulary: list[str] = field(default_factory=lambda: ["idle"])
+    map: dict[str, str] = field(default_factory=dict)
+    default: str = "idle"
+
+
+@dataclass
+class SamplerConfig:
+    """The few-step sampler shipped with the model (``inferix.schedulers.timesteps(steps, shift)``)."""
+
+    steps: list[float] = field(default_factory=lambda: [1000.0, 750.0, 500.0, 250.0])
+    shift: float = 3.0
+
+
+@dataclass
+class OptimConfig:
+    """Optimisation and bookkeeping.
+
+    Attributes:
+        steps: optimiser steps.
+        batch_size: clips per step.
+        lr: AdamW peak learning rate (linear warm-up over ``warmup`` steps, then constant).
+        warmup: warm-up steps.
+        weight_decay: AdamW weight decay.
+        grad_clip: max gradient norm.
+        ema: decay of the exponential moving average of the weights (the exported weights).
+        timestep_shift: the flow-matching shift applied to uniform training noise levels
+            (> 1 trains more at high noise, where a few-step sampler spends its first steps).
+        teacher_forcing: probability that a clip's first ``j`` blocks are clean context (t = 0, no
+            loss) and the rest noisy — the situation at generation time; otherwise every block
+            has its own noise level (diffusion forcing).
+        log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
+        eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
+        threads: torch CPU threads (0 = leave torch's default).
+    """
+
+    steps: int = 1000
+    batch_size: int = 8
+    lr: float = 1e-3
+    warmup: int = 50
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    ema: float = 0.995
+    timestep_shift: float = 3.0
+    teacher_forcing: float = 0.5
+    log_every: int = 10
+    ckpt_every: int = 200
+    eval_every: int = 0
+    eval_videos: int = 2
+    threads: int = 0
+
+
+@dataclass
+class TrainConfig:
+    """The whole recipe (see the module docstring)."""
+
+    name: str = "reference_world"
+    seed: int = 0
+    out_dir: str = "runs/reference_world"
+    fps: float = 15.0
+    data: DataConfig = field(default_factory=DataConfig)
+    model: dict[str, Any] = field(default_factory=dict)
+    actions: ActionsConfig = field(default_factory=ActionsConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    train: OptimConfig = field(default_factory=OptimConfig)
+    source: str | None = None  # the YAML file it was read from
+
+    @property
+    def codec_patch(self) -> int:
+        return int(self.model.get("codec_patch", 8))
+
+    def wan_config(self) -> Any:
+        """The DiT's :class:`~inferix.models.configs.WanConfig` (channels follow the codec, actions the vocabulary)."""
+        from inferix.models.configs import WanConfig
+
+        kw = {k: v for k, v in self.model.items() if k not in ("codec_patch", "max_side")}
+        ch = 3 * self.codec_patch**2
+        return WanConfig(**kw, in_channels=ch, out_channels=ch, num_actions=len(self.actions.vocabulary))
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d.pop("source")
+        return d
+
+
+def _section(cls: type, raw: Any, where: str) -> Any:
+    if raw is None:
+        return cls()
+    if not isinstance(raw, dict):
+        raise ValueError(f"config section {where!r} must be a mapping, got {type(raw).__name__}")
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise ValueError(f"config section {where!r}: unknown keys {unknown}; known: {sorted(names)}")
+    return cls(**raw)
+
+
+def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConfig:
+    """Build and validate a :class:`TrainConfig`; relative paths resolve against ``base``."""
+    top = {f.name for f in fields(TrainConfig)} - {"source"}
+    unknown = sorted(set(raw) - top)
+    if unknown:
+        raise ValueError(f"config: unknown top-level keys {unknown}; known: {sorted(top)}")
+    cfg = TrainConfig(
+        name=str(raw.get("name", "reference_world")),
+        seed=int(raw.get("seed", 0)),
+        out_dir=str(raw.get("out_dir", "runs/reference_world")),
+        fps=float(raw.get("fps", 15.0)),
+        data=_section(DataConfig, raw.get("data"), "data"),
+        model=dict(raw.get("model") or {}),
+        actions=_section(ActionsConfig, raw.get("actions"), "actions"),
+        sampler=_section(SamplerConfig, raw.get("sampler"), "sampler"),
+        train=_section(OptimConfig, raw.get("train"), "train"),
+    )
+    if base is not None:
+        cfg.out_dir = str((base / cfg.out_dir).resolve()) if not Path(cfg.out_dir).is_absolute() else cfg.out_dir
+        cfg.data.roots = [r if Path(r).is_absolute() else str((base / r).resolve()) for r in cfg.data.roots]
+    acts = cfg.actions
+    if acts.default not in acts.vocabulary:
+        raise ValueError(f"actions.default {acts.default!r} is not in actions.vocabulary {acts.vocabulary}")
+    bad = {k: v for k, v in acts.map.items() if v not in acts.vocabulary}
+    if bad:
+        raise ValueError(f"actions.map targets {bad} are not in actions.vocabulary {acts.vocabulary}")
+    if cfg.data.block_frames < 1 or cfg.data.blocks_per_clip < 1:
+        raise ValueError("data.block_frames and data.blocks_per_clip must be >= 1")
+    cfg.wan_config()  # raises on a bad model section
+    return cfg
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read a YAML recipe.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: unknown keys or inconsistent values (the message names them).
+    """
+    import yaml
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise FileNotFoundError(f"training config {str(p)!r} not found")
+    raw = yaml.safe_load(p.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"training config {str(p)!r} must be a YAML mapping")
+    cfg = config_from_dict(raw, base=p.resolve().parent)
+    cfg.source = str(p.resolve())
+    return cfg

@@ -1,0 +1,232 @@
+"""Training clips from folders written by ``worldolympiad scenarios render``.
+
+Only the on-disk layout is used (``inferix`` imports none of the benchmark packages)::
+
+    ROOT/suite.json            {"cases": ["cases/<id>.json", ...]}
+    ROOT/cases/<id>.json       id, scenario, fps, num_frames, resolution [H, W], prompt,
+                               chunks [{frame_start, frame_end, caption, action}], reference
+    ROOT/videos/<id>.mp4       the reference video (decoded with PyAV)
+
+Each video is decoded once, resized (OpenCV area filter, as ``LoadedModel.encode_image`` does)
+to the pixel grid the engine will use for that case's resolution, and kept as uint8. A clip
+is one clean prefix frame followed by ``blocks_per_clip`` blocks of ``block_frames`` frames::
+
+    frames   [ p | b0 b0 | b1 b1 | b2 b2 | b3 b3 ]      p = clean prefix (the first frame / context)
+    actions  [a0 | a0 a0 | a1 a1 | a2 a2 | a3 a3 ]      a_k = action of the chunk holding b_k's first frame
+    caption  caption of the chunk holding b0's first frame (dropped with caption_dropout)
+
+(the engine likewise commits the prefix with block 0's action and switches a block's action
+only at block starts). Clips of one batch share a grid; a batch's videos are drawn with the
+configured per-scenario weights.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+    from inferix.train.config import ActionsConfig, DataConfig
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Clip", "ClipDataset", "VideoRecord", "read_cases", "read_video_rgb"]
+
+
+def read_video_rgb(path: str | Path) -> np.ndarray:
+    """All frames of a video file as ``uint8 [T, H, W, 3]`` RGB (PyAV)."""
+    import av
+
+    with av.open(str(path)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    if not frames:
+        raise ValueError(f"video {str(path)!r} has no frames")
+    return np.stack(frames)
+
+
+def read_cases(root: str | Path) -> list[tuple[dict[str, Any], Path]]:
+    """``(case dict, case file)`` of every case listed in ``ROOT/suite.json``.
+
+    Raises:
+        FileNotFoundError: ``suite.json`` is missing (the message says how to make one).
+    """
+    r = Path(root).expanduser()
+    suite = r / "suite.json"
+    if not suite.is_file():
+        raise FileNotFoundError(f"{str(r)!r} has no suite.json: render training data with "
+                                f"`worldolympiad scenarios render SUITE {r}`")
+    out = []
+    for rel in json.loads(suite.read_text()).get("cases", []):
+        p = r / rel
+        out.append((json.loads(p.read_text()), p))
+    return out
+
+
+def _action_name(action: Any) -> str | None:
+    if isinstance(action, dict):
+        action = action.get("name", action.get("action"))
+    return None if action is None else str(action)
+
+
+@dataclass
+class VideoRecord:
+    """One decoded training video.
+
+    Attributes:
+        case_id: the case id.
+        scenario: scenario family (``gaming``...).
+        frames: ``uint8 [T, H, W, 3]`` at the model grid.
+        action_ids: ``int64 [T]`` model action id of the chunk holding each frame.
+        captions: caption of the chunk holding each frame.
+    """
+
+    case_id: str
+    scenario: str
+    frames: np.ndarray
+    action_ids: np.ndarray
+    captions: list[str]
+
+    @property
+    def hw(self) -> tuple[int, int]:
+        return int(self.frames.shape[1]), int(self.frames.shape[2])
+
+
+@dataclass
+class Clip:
+    """A batch of clips (see the module docstring).
+
+    Attributes:
+        pixels: ``float32 [B, 3, F, H, W]`` in [-1, 1], F = 1 + blocks * block_frames.
+        actions: ``int64 [B, F]`` model action ids per frame.
+        captions: one caption per row.
+        case_ids: source case per row.
+        starts: first frame of each clip in its video.
+    """
+
+    pixels: torch.Tensor
+    actions: torch.Tensor
+    captions: list[str]
+    case_ids: list[str]
+    starts: list[int]
+
+
+class ClipDataset:
+    """Decoded videos of one or more rendered folders, sampled into clip batches.
+
+    Args:
+        data: the ``data`` section of the recipe.
+        actions: the ``actions`` section (vocabulary + map).
+        pixel_hw_for: case resolution ``(H, W)`` -> the pixel grid the engine uses for it.
+
+    Raises:
+        ValueError: a chunk action that neither the vocabulary nor the map knows (the message
+            lists them and says where to add them), or no usable video.
+    """
+
+    def __init__(self, data: DataConfig, actions: ActionsConfig,
+                 pixel_hw_for: Callable[[tuple[int, int]], tuple[int, int]]) -> None:
+        self.data = data
+        self.vocab = list(actions.vocabulary)
+        self.map = dict(actions.map)
+        self.default = actions.default
+        self.clip_frames = 1 + data.blocks_per_clip * data.block_frames
+        self.videos: list[VideoRecord] = []
+        unknown: dict[str, str] = {}
+        for root in data.roots:
+            for case, path in read_cases(root):
+                if data.max_videos is not None and len(self.videos) >= data.max_videos:
+                    break
+                rec = self._load(case, path, pixel_hw_for, unknown)
+                if rec is not None:
+                    self.videos.append(rec)
+        if unknown:
+            raise ValueError("actions not in the model vocabulary: "
+                             + ", ".join(f"{a!r} (case {c})" for a, c in sorted(unknown.items()))
+                             + "; add them to actions.vocabulary or map them in actions.map of the config")
+        if not self.videos:
+            raise ValueError(f"no video with at least {self.clip_frames} frames under {data.roots}")
+        self.groups: dict[tuple[int, int], list[int]] = {}
+        for i, v in enumerate(self.videos):
+            self.groups.setdefault(v.hw, []).append(i)
+        logger.info("training data: %d videos, %d frames, grids %s", len(self.videos),
+                    sum(len(v.frames) for v in self.videos), sorted(self.groups))
+
+    def action_id(self, action: Any) -> int | None:
+        name = _action_name(action)
+        if name is None:
+            return self.vocab.index(self.default)
+        name = self.map.get(name, name) if name not in self.vocab else name
+        return self.vocab.index(name) if name in self.vocab else None
+
+    def _load(self, case: dict[str, Any], path: Path, pixel_hw_for: Callable[[tuple[int, int]], tuple[int, int]],
+              unknown: dict[str, str]) -> VideoRecord | None:
+        import cv2
+
+        ref = case.get("reference")
+        if not ref:
+            logger.warning("case %s has no reference video; skipped", case.get("id"))
+            return None
+        frames = read_video_rgb((path.parent / ref).resolve())
+        if len(frames) < self.clip_frames:
+            logger.warning("case %s: %d frames < clip length %d; skipped", case["id"], len(frames), self.clip_frames)
+            return None
+        h, w = pixel_hw_for(tuple(case.get("resolution") or frames.shape[1:3]))
+        if frames.shape[1:3] != (h, w):
+            frames = np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA) for f in frames])
+        t = len(frames)
+        ids = np.full(t, self.vocab.index(self.default), np.int64)
+        caps = [""] * t
+        for ch in case.get("chunks", []):
+            a = self.action_id(ch.get("action"))
+            if a is None:
+                unknown[str(_action_name(ch.get("action")))] = case["id"]
+                continue
+            s, e = int(ch["frame_start"]), min(int(ch["frame_end"]), t)
+            ids[s:e] = a
+            caps[s:e] = [str(ch.get("caption") or case.get("prompt", ""))] * max(0, e - s)
+        return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps)
+
+    # ------------------------------------------------------------------ sampling
+    def _weight(self, i: int) -> float:
+        """Sampling weight of video ``i``: its scenario's weight times its length (so frames count evenly)."""
+        v = self.videos[i]
+        return float(self.data.weights.get(v.scenario, 1.0)) * len(v.frames)
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Clip:
+        """A batch of clips from one grid group (all randomness from ``generator``)."""
+        import torch
+
+        groups = sorted(self.groups)
+        gw = torch.tensor([sum(self._weight(i) for i in self.groups[g]) for g in groups], dtype=torch.float64)
+        g = groups[int(torch.multinomial(gw, 1, generator=generator))]
+        idx = self.groups[g]
+        vw = torch.tensor([self._weight(i) for i in idx], dtype=torch.float64)
+        rows = torch.multinomial(vw, batch_size, replacement=True, generator=generator).tolist()
+        pix, acts, caps, ids, starts = [], [], [], [], []
+        bf = self.data.block_frames
+        for r in rows:
+            v = self.videos[idx[r]]
+            s = int(torch.randint(0, len(v.frames) - self.clip_frames + 1, (1,), generator=generator))
+            clip = v.frames[s : s + self.clip_frames]
+            a = v.action_ids[s : s + self.clip_frames].copy()
+            # per block: the action at the block's first frame; the prefix takes block 0's
+            for k in range(self.data.blocks_per_clip):
+                lo = 1 + k * bf
+                a[lo : lo + bf] = a[lo]
+            a[0] = a[1]
+            drop = float(torch.rand((), generator=generator)) < self.data.caption_dropout
+            pix.append(torch.from_numpy(np.ascontiguousarray(clip)))
+            acts.append(torch.from_numpy(a))
+            caps.append("" if drop else v.captions[s + 1])
+            ids.append(v.case_id)
+            starts.append(s)
+        x = torch.stack(pix).permute(0, 4, 1, 2, 3).float() / 127.5 - 1.0  # [B, 3, F, H, W]
+        return Clip(x, torch.stack(acts), caps, ids, starts)

@@ -1,0 +1,371 @@
+"""Block-causal diffusion-forcing training of the engine's own DiT (``inferix train``).
+
+One step, for a batch of clips (``inferix.train.data``: a clean prefix frame + K blocks)::
+
+    x0      = codec.encode(pixels)                          [B, C, F, h, w], F = 1 + K * bf
+    sigma_k ~ shift(U(0, 1)) per block and row               diffusion forcing: every block its own level
+              (teacher forcing, prob p: blocks < j clean)    the generation-time situation
+    sigma_f = [0, sigma_0 x bf, sigma_1 x bf, ...]           [B, F]   prefix always clean
+    x_t     = (1 - sigma_f) x0 + sigma_f noise
+    v       = model(x_t, 1000 sigma_f, caption, block-causal mask, positions, per-frame action ids)
+    loss    = mean over noisy frames of |v - (noise - x0)|^2  (flow-matching velocity target)
+
+The model, the block-causal mask (``block_causal_mask_from_sizes``, the one the pipeline's
+recompute mode uses), the codec, the text embedding and, in the eval hook, the generation loop
+(``inferix.pipeline.generate_blocks`` with the KV cache and the few-step sampler) are the
+engine's own — training and serving share every line of model code.
+
+Checkpoints (``OUT/checkpoints/step_NNNNNN/``, all safetensors + JSON)::
+
+    model.safetensors       training weights
+    ema.safetensors         EMA weights (what gets exported)
+    optimizer.safetensors   AdamW moments/steps ("state.<param>.<key>") + the data/noise RNG ("rng")
+    state.json              step, AdamW param groups, config, recent losses
+
+``--resume`` restores all of it, so a resumed run continues exactly where it stopped (same
+batches, same noise, same optimiser state). ``OUT/model/`` is the exported bundle
+(:mod:`inferix.train.bundle`); ``OUT/samples/step_NNNNNN/`` holds the eval hook's videos
+(generated | reference side by side) and ``metrics.json`` (rollout MSE per video).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from inferix.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    import torch
+
+    from inferix.registry import LoadedModel
+    from inferix.train.data import Clip, ClipDataset
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TrainState", "Trainer", "diffusion_forcing_loss", "train"]
+
+
+def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: float,
+                        generator: torch.Generator) -> torch.Tensor:
+    """Per-block noise levels ``[B, K]`` in (0, 1], zero for teacher-forced clean context blocks."""
+    import torch
+
+    u = torch.rand(batch, blocks, generator=generator)
+    sigma = shift * u / (1 + (shift - 1) * u)
+    sigma = sigma.clamp(min=0.02)
+    tf = torch.rand(batch, generator=generator) < teacher_forcing
+    j = torch.randint(0, blocks, (batch,), generator=generator)  # first noisy block (at least one stays noisy)
+    clean = tf[:, None] & (torch.arange(blocks)[None] < j[:, None])
+    return sigma.masked_fill(clean, 0.0)
+
+
+def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
+                           teacher_forcing: float, generator: torch.Generator) -> torch.Tensor:
+    """The training loss of one batch (see the module docstring).
+
+    Args:
+        lm: the model bundle (DiT + codec).
+        clip: the batch.
+        block_frames: latent frames per block.
+        text: ``[B, L, text_dim]`` caption embeddings.
+        shift: flow-matching shift of the noise-level distribution.
+        teacher_forcing: probability of clean leading context blocks.
+        generator: CPU generator for noise levels, noise and positions.
+    """
+    import torch
+
+    from inferix.models.attention import FullAttention, block_causal_mask_from_sizes
+
+    model = lm.model
+    device = model.device
+    x0 = lm.codec.encode(clip.pixels).to(device)  # [B, C, F, h, w]
+    b, _, f, h, w = x0.shape
+    blocks = (f - 1) // block_frames
+    sig_b = sample_block_sigmas(b, blocks, shift, teacher_forcing, generator)  # [B, K]
+    sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)  # [B, F]
+    noise = torch.randn(x0.shape, generator=generator).to(device)
+    s = sig_f[:, None, :, None, None]
+    x_t = (1 - s) * x0 + s * noise
+    # RoPE is relative, but the engine runs at growing absolute positions: train at random offsets
+    offset = int(torch.randint(0, 64, (1,), generator=generator))
+    pos = (torch.arange(f, device=device) + offset).expand(b, f)
+    ph, pw = model.config.patch_size[1:]
+    mask = block_causal_mask_from_sizes([1] + [block_frames] * blocks, (h // ph) * (w // pw), device=device)
+    v = model(x_t, sig_f * 1000.0, text.to(device), FullAttention(mask), pos, clip.actions.to(device))
+    per_frame = ((v.float() - (noise - x0)) ** 2).mean(dim=(1, 3, 4))  # [B, F]
+    weight = (sig_f > 0).float()
+    return (per_frame * weight).sum() / weight.sum()
+
+
+@dataclass
+class TrainState:
+    """Bookkeeping that a checkpoint restores."""
+
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+class Trainer:
+    """Holds the model, EMA, optimiser, data and RNG of one training run.
+
+    Args:
+        cfg: the recipe.
+        device: ``cpu`` or ``cuda``.
+    """
+
+    def __init__(self, cfg: TrainConfig, device: str = "cpu") -> None:
+        import copy
+
+        import torch
+
+        from inferix.train.bundle import bundle_from_config
+        from inferix.train.data import ClipDataset
+
+        if cfg.train.threads > 0:
+            torch.set_num_threads(cfg.train.threads)
+        self.cfg = cfg
+        self.device = device
+        self.out = Path(cfg.out_dir)
+        self.lm = bundle_from_config(cfg, device=device)
+        self.lm.model.train()
+        self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
+        self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw: self.lm.pixel_hw(self.lm.latent_hw_for(hw)))
+        self.opt = torch.optim.AdamW(self.lm.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
+                                     betas=(0.9, 0.99))
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.state = TrainState()
+        self._text_memo: dict[str, torch.Tensor] = {}
+
+    # ------------------------------------------------------------------ pieces
+    def text(self, captions: list[str]) -> torch.Tensor:
+        """``[B, L, text_dim]`` embeddings of ``captions`` (memoised per caption)."""
+        import torch
+
+        for c in captions:
+            if c not in self._text_memo:
+                self._text_memo[c] = self.lm.text_encoder(c)
+        return torch.cat([self._text_memo[c] for c in captions])
+
+    def lr_at(self, step: int) -> float:
+        """Linear warm-up, then constant."""
+        t = self.cfg.train
+        return t.lr * min(1.0, (step + 1) / max(1, t.warmup))
+
+    def train_step(self) -> float:
+        """One optimiser step; returns the loss."""
+        import torch
+
+        t = self.cfg.train
+        clip = self.data.sample(t.batch_size, self.gen)
+        for g in self.opt.param_groups:
+            g["lr"] = self.lr_at(self.state.step)
+        loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
+                                      shift=t.timestep_shift, teacher_forcing=t.teacher_forcing, generator=self.gen)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)
+        self.opt.step()
+        self._update_ema()
+        self.state.step += 1
+        value = float(loss.detach())
+        self.state.losses.append(value)
+        del self.state.losses[:-1000]
+        return value
+
+    def _update_ema(self) -> None:
+        import torch
+
+        # warm-up of the decay, so early EMA weights are not dominated by the random init
+        d = min(self.cfg.train.ema, (1 + self.state.step) / (10 + self.state.step))
+        with torch.no_grad():
+            for pe, p in zip(self.ema.parameters(), self.lm.model.parameters(), strict=True):
+                pe.lerp_(p.detach(), 1 - d)
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> Path:
+        """Write ``OUT/checkpoints/step_NNNNNN/`` and point ``latest`` at it."""
+        from safetensors.torch import save_file
+
+        d = self.out / "checkpoints" / f"step_{self.state.step:06d}"
+        d.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().contiguous().cpu() for k, v in self.lm.model.state_dict().items()},
+                  str(d / "model.safetensors"))
+        save_file({k: v.detach().contiguous().cpu() for k, v in self.ema.state_dict().items()},
+                  str(d / "ema.safetensors"))
+        sd = self.opt.state_dict()
+        tensors = {"rng": self.gen.get_state()}
+        scalars: dict[str, Any] = {}
+        for idx, st in sd["state"].items():
+            for key, val in st.items():
+                if hasattr(val, "shape"):
+                    tensors[f"state.{idx}.{key}"] = val.detach().contiguous().cpu()
+                else:
+                    scalars[f"{idx}.{key}"] = val
+        save_file(tensors, str(d / "optimizer.safetensors"))
+        meta = {"step": self.state.step, "param_groups": sd["param_groups"], "scalars": scalars,
+                "losses": self.state.losses[-200:], "wall_s": self.state.wall_s, "config": self.cfg.to_dict()}
+        (d / "state.json").write_text(json.dumps(meta, indent=1))
+        (self.out / "checkpoints" / "latest").write_text(d.name)
+        logger.info("checkpoint %s", d)
+        return d
+
+    def latest_checkpoint(self) -> Path | None:
+        ptr = self.out / "checkpoints" / "latest"
+        if not ptr.is_file():
+            return None
+        d = self.out / "checkpoints" / ptr.read_text().strip()
+        return d if d.is_dir() else None
+
+    def load_checkpoint(self, path: str | Path | None = None) -> int:
+        """Restore weights, EMA, optimiser and RNG from ``path`` (default: the latest); returns its step.
+
+        Raises:
+            FileNotFoundError: no checkpoint to resume from.
+        """
+        from safetensors.torch import load_file
+
+        d = Path(path) if path is not None else self.latest_checkpoint()
+        if d is None or not (d / "state.json").is_file():
+            raise FileNotFoundError(f"no checkpoint to resume from under {self.out / 'checkpoints'}")
+        meta = json.loads((d / "state.json").read_text())
+        self.lm.model.load_state_dict(load_file(str(d / "model.safetensors")))
+        self.ema.load_state_dict(load_file(str(d / "ema.safetensors")))
+        tensors = load_file(str(d / "optimizer.safetensors"))
+        self.gen.set_state(tensors.pop("rng"))
+        state: dict[int, dict[str, Any]] = {}
+        for name, val in tensors.items():
+            _, idx, key = name.split(".", 2)
+            state.setdefault(int(idx), {})[key] = val
+        for name, val in meta["scalars"].items():
+            idx, key = name.split(".", 1)
+            state.setdefault(int(idx), {})[key] = val
+        self.opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+        self.state = TrainState(step=int(meta["step"]), losses=list(meta["losses"]), wall_s=float(meta["wall_s"]))
+        logger.info("resumed from %s (step %d)", d, self.state.step)
+        return self.state.step
+
+    # ------------------------------------------------------------------ eval hook
+    def eval_videos(self) -> list[int]:
+        """Indices of the videos the eval hook renders: the first of each grid, then more, by case id."""
+        order = sorted(range(len(self.data.videos)), key=lambda i: self.data.videos[i].case_id)
+        firsts = [min(g, key=lambda i: self.data.videos[i].case_id) for g in self.data.groups.values()]
+        picked = sorted(firsts, key=lambda i: self.data.videos[i].case_id)
+        picked += [i for i in order if i not in picked]
+        return picked[: self.cfg.train.eval_videos]
+
+    def evaluate(self, max_blocks: int = 8) -> dict[str, Any]:
+        """Eval hook: roll the EMA model out from each eval video's first frame with its actions and
+        captions, through the engine's pipeline (KV cache + the few-step sampler); write
+        generated | reference mp4s and the rollout MSE."""
+        import numpy as np
+        import torch
+
+        from inferix.pipeline import generate_blocks
+        from inferix.schedulers import FlowMatchSampler
+        from inferix.streaming.mp4 import Mp4Writer
+
+        out = self.out / "samples" / f"step_{self.state.step:06d}"
+        out.mkdir(parents=True, exist_ok=True)
+        bf = self.cfg.data.block_frames
+        sampler = FlowMatchSampler(tuple(self.lm.timesteps))
+        metrics: dict[str, Any] = {}
+        for i in self.eval_videos():
+            v = self.data.videos[i]
+            n = min(max_blocks, (len(v.frames) - 1) // bf)
+            starts = [1 + k * bf for k in range(n)]
+            pixels = torch.from_numpy(v.frames[:1]).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
+            latent_hw = self.lm.latent_hw_for(v.hw)
+            res = generate_blocks(self.ema, self.lm.codec, [v.captions[s] for s in starts], n, bf, sampler,
+                                  latent_hw=latent_hw, text_encoder=self.lm.text_encoder,
+                                  action=[torch.tensor([int(v.action_ids[s])]) for s in starts],
+                                  first_frame=pixels, generator=torch.Generator().manual_seed(0))
+            gen = res.frames[0].numpy()  # [T, H, W, 3]
+            ref = v.frames[: len(gen)]
+            mse = float(np.mean((gen[1:].astype(np.float32) - ref[1:].astype(np.float32)) ** 2) / 255.0**2)
+            metrics[v.case_id] = {"rollout_mse": mse, "frames": len(gen)}
+            with Mp4Writer(out / f"{v.case_id}.mp4", fps=self.cfg.fps) as wr:
+                wr.write(np.concatenate([gen, ref], axis=2))
+        if metrics:
+            metrics["mean_rollout_mse"] = float(np.mean([m["rollout_mse"] for m in metrics.values()]))
+        (out / "metrics.json").write_text(json.dumps({"step": self.state.step, **metrics}, indent=1))
+        return metrics
+
+    def export(self, out: str | Path | None = None) -> Path:
+        """Write the EMA weights as a bundle (default ``OUT/model``)."""
+        from inferix.train.bundle import write_bundle
+
+        path = write_bundle(self.ema, self.cfg, out or self.out / "model")
+        meta = {"step": self.state.step, "wall_s": round(self.state.wall_s, 1),
+                "final_loss": (sum(self.state.losses[-50:]) / max(1, len(self.state.losses[-50:])))
+                if self.state.losses else None, "config": self.cfg.source}
+        (path / "training.json").write_text(json.dumps(meta, indent=1))
+        return path
+
+
+def _hardware() -> str:
+    import os
+    import platform
+
+    import torch
+
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs visible, torch threads {torch.get_num_threads()}"
+
+
+def train(cfg: TrainConfig, *, resume: bool = False, steps: int | None = None, device: str = "cpu",
+          progress: bool = True) -> Trainer:
+    """Run the recipe (see the module docstring); returns the trainer (its exported model in ``OUT/model``).
+
+    Args:
+        cfg: the recipe.
+        resume: continue from the latest checkpoint under ``cfg.out_dir``.
+        steps: stop at this step instead of ``cfg.train.steps``.
+        device: training device.
+        progress: show a tqdm progress bar.
+    """
+    from tqdm import tqdm
+
+    trainer = Trainer(cfg, device=device)
+    if resume:
+        trainer.load_checkpoint()
+    total = cfg.train.steps if steps is None else steps
+    t = cfg.train
+    trainer.out.mkdir(parents=True, exist_ok=True)
+    log = (trainer.out / "log.jsonl").open("a")
+    logger.info("training %s on %s for %d steps", cfg.name, _hardware(), total)
+    bar = tqdm(total=total, initial=trainer.state.step, disable=not progress, desc=cfg.name, unit="step")
+    try:
+        while trainer.state.step < total:
+            t0 = time.perf_counter()
+            loss = trainer.train_step()
+            trainer.state.wall_s += time.perf_counter() - t0
+            step = trainer.state.step
+            bar.update(1)
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"loss became {loss} at step {step}; lower train.lr in the config")
+            if t.log_every and step % t.log_every == 0:
+                recent = trainer.state.losses[-t.log_every:]
+                avg = sum(recent) / len(recent)
+                bar.set_postfix(loss=f"{avg:.4f}")
+                log.write(json.dumps({"step": step, "loss": avg, "lr": trainer.lr_at(step - 1),
+                                      "wall_s": round(trainer.state.wall_s, 2)}) + "\n")
+                log.flush()
+            if t.ckpt_every and step % t.ckpt_every == 0:
+                trainer.save_checkpoint()
+            if t.eval_every and step % t.eval_every == 0:
+                m = trainer.evaluate()
+                log.write(json.dumps({"step": step, "eval": m}) + "\n")
+                log.flush()
+    finally:
+        bar.close()
+        log.close()
+    if not (t.ckpt_every and trainer.state.step % t.ckpt_every == 0):
+        trainer.save_checkpoint()
+    trainer.export()
+    return trainer

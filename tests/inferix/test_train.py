@@ -1,0 +1,206 @@
+"""The training recipe: data layout, loss falls, checkpoint/resume is exact, export round-trips, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+torch.set_num_threads(1)
+
+SIZE = 32  # pixels
+FRAMES = 13
+ACTIONS = ("LEFT", "RIGHT", "NOOP")
+
+
+def _video(seed: int, actions: list[str], chunk: int) -> np.ndarray:
+    """A bright 8x8 square on a dark floor, moved 2 px per frame by the chunk's action."""
+    rng = np.random.default_rng(seed)
+    x = int(rng.integers(8, SIZE - 16))
+    frames = []
+    for t in range(FRAMES):
+        img = np.full((SIZE, SIZE, 3), 30, np.uint8)
+        img[12:20, x : x + 8] = (230, 200, 40)
+        frames.append(img)
+        a = actions[min(t // chunk, len(actions) - 1)]
+        x = int(np.clip(x + {"LEFT": -2, "RIGHT": 2, "NOOP": 0}[a], 0, SIZE - 8))
+    return np.stack(frames)
+
+
+def write_rendered_folder(root: Path, n: int = 4) -> Path:
+    """A folder in the layout `worldolympiad scenarios render` writes (suite.json, cases/, videos/)."""
+    from inferix.streaming.mp4 import Mp4Writer
+
+    (root / "cases").mkdir(parents=True)
+    (root / "videos").mkdir()
+    chunk = 4
+    ids = []
+    for i in range(n):
+        cid = f"toy-{i}"
+        acts = [ACTIONS[(i + k) % 3] for k in range(4)]
+        with Mp4Writer(root / "videos" / f"{cid}.mp4", fps=15, crf=0) as w:
+            w.write(_video(i, acts, chunk))
+        chunks = [{"index": k, "frame_start": k * chunk, "frame_end": min((k + 1) * chunk, FRAMES),
+                   "caption": f"the square moves {a.lower()}", "action": a} for k, a in enumerate(acts)]
+        case = {"id": cid, "scenario": "gaming", "fps": 15, "num_frames": FRAMES, "resolution": [SIZE, SIZE],
+                "prompt": "a square", "chunks": chunks, "reference": f"../videos/{cid}.mp4"}
+        (root / "cases" / f"{cid}.json").write_text(json.dumps(case))
+        ids.append(f"cases/{cid}.json")
+    (root / "suite.json").write_text(json.dumps({"name": "toy", "cases": ids}))
+    return root
+
+
+def toy_config(tmp: Path, data_root: Path, **train: object):
+    from inferix.train.config import config_from_dict
+
+    raw = {
+        "name": "toy", "seed": 0, "out_dir": str(tmp / "run"), "fps": 15,
+        "data": {"roots": [str(data_root)], "block_frames": 2, "blocks_per_clip": 2, "caption_dropout": 0.0},
+        "model": {"codec_patch": 4, "num_attention_heads": 2, "attention_head_dim": 16, "text_dim": 16,
+                  "freq_dim": 16, "ffn_dim": 64, "num_layers": 2, "text_len": 8},
+        "actions": {"vocabulary": ["idle", "NOOP", "LEFT", "RIGHT"], "map": {"LEFTFIRE": "LEFT"}},
+        "sampler": {"steps": [1000, 500], "shift": 2.0},
+        "train": {"steps": 4, "batch_size": 4, "lr": 3e-3, "warmup": 1, "log_every": 1, "ckpt_every": 0,
+                  "eval_every": 0, "eval_videos": 1, "threads": 1, **train},
+    }
+    return config_from_dict(raw)
+
+
+@pytest.fixture(scope="module")
+def toy_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_rendered_folder(tmp_path_factory.mktemp("toy") / "render")
+
+
+def test_dataset_reads_rendered_layout_with_block_actions(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.data import ClipDataset
+
+    cfg = toy_config(tmp_path, toy_root)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    assert len(ds.videos) == 4 and ds.videos[0].frames.shape == (FRAMES, SIZE, SIZE, 3)
+    # frame 4 opens chunk 1 of toy-0 (actions LEFT, RIGHT, NOOP, LEFT)
+    assert ds.videos[0].action_ids[3] == cfg.actions.vocabulary.index("LEFT")
+    assert ds.videos[0].action_ids[4] == cfg.actions.vocabulary.index("RIGHT")
+    clip = ds.sample(8, torch.Generator().manual_seed(0))
+    assert tuple(clip.pixels.shape) == (8, 3, 5, SIZE, SIZE)
+    assert clip.pixels.min() >= -1 and clip.pixels.max() <= 1
+    a = clip.actions
+    # one action per block, the prefix frame carries block 0's (as the engine commits it)
+    assert torch.equal(a[:, 0], a[:, 1]) and torch.equal(a[:, 1], a[:, 2]) and torch.equal(a[:, 3], a[:, 4])
+    for row, (cid, s) in enumerate(zip(clip.case_ids, clip.starts, strict=True)):
+        v = next(v for v in ds.videos if v.case_id == cid)
+        assert a[row, 3] == v.action_ids[s + 3]  # block 1's action = the chunk action at its first frame
+
+
+def test_unknown_action_names_the_config_fix(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.config import ActionsConfig
+    from inferix.train.data import ClipDataset
+
+    cfg = toy_config(tmp_path, toy_root)
+    with pytest.raises(ValueError, match="NOOP.*actions.vocabulary or map"):
+        ClipDataset(cfg.data, ActionsConfig(vocabulary=["idle", "LEFT", "RIGHT"]), lambda hw: hw)
+
+
+def test_bad_config_keys_are_named(tmp_path: Path, toy_root: Path) -> None:
+    from inferix.train.config import config_from_dict
+
+    with pytest.raises(ValueError, match="unknown keys \\['lr_max'\\]"):
+        config_from_dict({"train": {"lr_max": 1.0}})
+    with pytest.raises(ValueError, match="actions.map targets"):
+        config_from_dict({"actions": {"vocabulary": ["idle"], "map": {"A": "B"}}})
+
+
+def test_loss_falls_on_cpu(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.recipe import Trainer
+
+    cfg = toy_config(tmp_path, toy_root)
+    tr = Trainer(cfg)
+    losses = [tr.train_step() for _ in range(40)]
+    assert np.mean(losses[-8:]) < 0.7 * np.mean(losses[:8]), losses
+
+
+def test_resume_continues_exactly(toy_root: Path, tmp_path: Path) -> None:
+    """2 steps + checkpoint + resume 2 steps == 4 steps straight (weights, EMA, optimiser state)."""
+    from safetensors.torch import load_file
+
+    from inferix.train.recipe import Trainer, train
+
+    straight = train(toy_config(tmp_path / "a", toy_root, steps=4), progress=False)
+    cfg_b = toy_config(tmp_path / "b", toy_root, steps=4, ckpt_every=2)
+    train(cfg_b, steps=2, progress=False)
+    ckpt = Path(cfg_b.out_dir) / "checkpoints" / "step_000002"
+    assert (ckpt / "optimizer.safetensors").is_file()
+
+    fresh = Trainer(cfg_b)
+    assert fresh.load_checkpoint() == 2
+    saved = load_file(str(ckpt / "optimizer.safetensors"))
+    for idx, st in fresh.opt.state_dict()["state"].items():
+        assert torch.equal(st["exp_avg"], saved[f"state.{idx}.exp_avg"])
+        assert torch.equal(st["exp_avg_sq"], saved[f"state.{idx}.exp_avg_sq"])
+        assert float(st["step"]) == 2
+
+    resumed = train(cfg_b, resume=True, progress=False)
+    assert resumed.state.step == 4
+    for (k, p), q in zip(straight.lm.model.state_dict().items(), resumed.lm.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q), k
+    for p, q in zip(straight.ema.parameters(), resumed.ema.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_export_round_trips_and_maps_actions(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.registry import load_model
+    from inferix.train.bundle import load_bundle
+    from inferix.train.recipe import Trainer
+
+    cfg = toy_config(tmp_path, toy_root)
+    tr = Trainer(cfg)
+    tr.train_step()
+    path = tr.export()
+    assert (path / "diffusion_pytorch_model.safetensors").is_file() and (path / "bundle.json").is_file()
+    lm = load_bundle(path)
+    for p, q in zip(tr.ema.state_dict().values(), lm.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q)
+    assert lm.action_encoder("LEFTFIRE").item() == lm.action_encoder("LEFT").item() == 2  # config map
+    assert lm.action_encoder({"name": "RIGHT"}).item() == 3
+    assert lm.action_encoder(None).item() == 0  # default
+    with pytest.raises(ValueError, match="This model's actions: idle, NOOP, LEFT, RIGHT"):
+        lm.action_encoder("jump")
+    assert lm.timesteps == (1000.0, pytest.approx(2000 / 3))  # steps [1000, 500] warped by shift 2
+    # an exported folder also loads by path through the registry
+    assert load_model(str(path)).actions == ("idle", "NOOP", "LEFT", "RIGHT")
+
+
+def test_max_side_caps_the_generated_grid(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.bundle import bundle_from_config
+
+    cfg = toy_config(tmp_path, toy_root)
+    cfg.model["max_side"] = 32
+    lm = bundle_from_config(cfg)
+    assert lm.pixel_hw(lm.latent_hw_for((168, 128))) == (32, 24)  # aspect kept, rounded to the patch grid
+    assert lm.pixel_hw(lm.latent_hw_for((16, 16))) == (16, 16)  # smaller requests untouched
+
+
+def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path: Path) -> None:
+    import yaml
+
+    from inferix.cli import main
+
+    cfg = toy_config(tmp_path, toy_root, steps=2, eval_every=2)
+    raw = cfg.to_dict()
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump(raw))
+    assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--no-progress"]) == 0
+    run = Path(cfg.out_dir)
+    assert (run / "checkpoints" / "latest").read_text() == "step_000002"
+    metrics = json.loads((run / "samples" / "step_000002" / "metrics.json").read_text())
+    assert metrics["step"] == 2 and 0 <= metrics["mean_rollout_mse"] < 4
+    from inferix.train.data import read_video_rgb
+
+    sample = read_video_rgb(run / "samples" / "step_000002" / "toy-0.mp4")
+    assert sample.shape[2] == 2 * SIZE  # generated | reference side by side
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if "loss" in r] == [1, 2]
+    assert (run / "model" / "training.json").is_file()
+    # --resume at the final step only re-exports
+    assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--resume", "--no-progress"]) == 0
