@@ -128,6 +128,16 @@ def test_budget_is_enforced_across_questions(server, tmp_path):
     assert len(srv.requests) == 3
 
 
+def test_options_ride_on_the_spec(server, tmp_path):
+    srv = server([_ok(True)] * 3)
+    judge = build_judge(f"openai:{srv.url}#m?budget=1&timeout=5&temperature=0.3", cache_dir=tmp_path)
+    d = judge.describe()
+    assert (d["model"], d["budget"], d["timeout"], d["temperature"]) == ("m", 1, 5.0, 0.3)
+    judge.ask_json("q", FRAMES, keys=KEYS)
+    with pytest.raises(JudgeError, match="budget of 1"):
+        judge.ask_json("q2", FRAMES, keys=KEYS)
+
+
 def test_persistent_server_error_is_a_judge_error(server, tmp_path):
     srv = server([("status", 500)] * 3)
     judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path, retries=2, backoff=0.0)

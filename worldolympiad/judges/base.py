@@ -343,6 +343,20 @@ def encode_png(image: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def split_spec_options(arg: str | None) -> tuple[str | None, dict[str, str]]:
+    """``"PATH?budget=200&timeout=30"`` → ``("PATH", {"budget": "200", "timeout": "30"})``.
+
+    Lets a judge SPEC carry its options on the command line
+    (``--judge "openai:http://127.0.0.1:8000/v1#qwen?budget=500&temperature=0.7"``).
+    """
+    if not arg or "?" not in arg:
+        return arg, {}
+    from urllib.parse import parse_qsl
+
+    base, query = arg.rsplit("?", 1)
+    return base, dict(parse_qsl(query, keep_blank_values=False, strict_parsing=False))
+
+
 def judge_options(options: dict[str, Any]) -> dict[str, Any]:
     """Keep the options :class:`CachedJudge` understands, coercing strings from the CLI."""
     casts = {"temperature": float, "max_new_tokens": int, "timeout": float, "retries": int, "backoff": float,

@@ -15,14 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from worldolympiad.judges.base import CachedJudge, judge_options
+from worldolympiad.judges.base import CachedJudge, judge_options, split_spec_options
 
 
 class HFJudge(CachedJudge):
     """Local transformers vision-language judge.
 
     Args:
-        arg: path of a local model folder (config.json, safetensors weights, processor files).
+        arg: path of a local model folder (config.json, safetensors weights, processor files),
+            optionally followed by ``?key=value&...`` judge options.
         device: ``cpu``, ``cuda`` or ``auto``.
         dtype: ``float32`` (CPU default) or ``bfloat16`` (GPU default).
         **options: :class:`~worldolympiad.judges.base.CachedJudge` options.
@@ -31,6 +32,10 @@ class HFJudge(CachedJudge):
     name = "hf"
 
     def __init__(self, arg: str | None = None, *, device: str = "auto", dtype: str | None = None, **options: Any) -> None:
+        arg, spec_opts = split_spec_options(arg)
+        options = {**options, **spec_opts}
+        device = str(options.pop("device", device))
+        dtype = options.pop("dtype", dtype)
         if not arg:
             raise ValueError("hf judge needs a local model folder: --judge hf:/path/to/Qwen2.5-VL-7B-Instruct")
         path = Path(arg).expanduser()

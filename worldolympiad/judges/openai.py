@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from worldolympiad.judges.base import CachedJudge, TransientJudgeError, encode_png, judge_options
+from worldolympiad.judges.base import CachedJudge, TransientJudgeError, encode_png, judge_options, split_spec_options
 
 
 def parse_openai_spec(arg: str | None) -> tuple[str, str]:
@@ -34,7 +34,7 @@ class OpenAIJudge(CachedJudge):
     """Judge over an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Args:
-        arg: ``BASE_URL#MODEL``.
+        arg: ``BASE_URL#MODEL``, optionally followed by ``?key=value&...`` judge options.
         api_key: bearer token (default: ``$OPENAI_API_KEY``; none sent when unset).
         **options: :class:`~worldolympiad.judges.base.CachedJudge` options (cache_dir, timeout,
             retries, backoff, budget, temperature, max_new_tokens, seed).
@@ -43,8 +43,9 @@ class OpenAIJudge(CachedJudge):
     name = "openai"
 
     def __init__(self, arg: str | None = None, *, api_key: str | None = None, **options: Any) -> None:
+        arg, spec_opts = split_spec_options(arg)
         self.base_url, model = parse_openai_spec(arg)
-        super().__init__(model, **judge_options(options))
+        super().__init__(model, **judge_options({**options, **spec_opts}))
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY")
         self._client: Any = None
 
