@@ -10,7 +10,7 @@ MODELS         factory ``(arg: str | None, **options) -> WorldModel``       ``pr
 TRACKS         :class:`worldolympiad.track.Track` subclass                  ``physics``
 SUITES         ``() -> list[Case]``                                         ``smoke``
 JUDGES         factory ``(arg: str | None, **options) -> Judge``            ``hf:PATH``
-GENERATORS     ``(case: Case, seed: int) -> Rendered`` reference renderer   ``case.metadata["generator"]``
+GENERATORS     :class:`~worldolympiad.scenario.CaseGenerator` instance     ``case.metadata["generator"]``
 PERTURBATIONS  ``(video: Video, case: Case, strength: float, rng) -> Video`` ``perturbed:NAME@STRENGTH``
 SEGMENTERS     factory ``(**options) -> Segmenter``                          ``opencv``
 =============  ===========================================================  ==========================
