@@ -40,7 +40,8 @@ def run(inp: CheckInput) -> CheckResult:
         ry = series(inp.ref_tracks, name, clipped=False)[0][:, 1] / inp.ref_frames.shape[1]
         if (~np.isnan(ry)).sum() < 6:
             return not_applicable(NAME, f"{name!r} is barely visible in the reference")
-        rs, re_, _ = _levels(ry, inp.ref_fps or inp.fps)
+        rs, re_, ref_settled = _levels(ry, inp.ref_fps or inp.fps)
+        settled = settled or not ref_settled  # only required when the reference settles
         same_dir = np.sign(e - s) == np.sign(re_ - rs) or abs(re_ - rs) < 0.02
         err = abs(e - re_)
         measured.update(end_ref=re_, direction_matches=bool(same_dir), level_error=err)

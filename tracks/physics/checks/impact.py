@@ -52,22 +52,26 @@ def run(inp: CheckInput) -> CheckResult:
     up = len(bounces(y, inp.fps, direction=-1))  # rebounds off nothing above
     measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain, "comes_to_rest": rests,
                       "ceiling_bounces": up}
-    ref_bounces, ref_rests, ref_up = None, None, 0
+    ref_bounces, ref_rests, ref_up, ref_gain = None, None, 0, 0.0
     if inp.has_reference:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
         ry = series(inp.ref_tracks, name, clipped=False)[0][:, 1] / inp.ref_frames.shape[1]
         ref_bounces = len(bounce_frames(ry, inp.ref_fps or inp.fps))
         ref_rests = at_rest_at_end(ry, inp.ref_fps or inp.fps)
         ref_up = len(bounces(ry, inp.ref_fps or inp.fps, direction=-1))
+        ref_gain = max(height_ratios(ry, bounce_frames(ry, inp.ref_fps or inp.fps)), default=0.0)
         measured.update(ref_bounces=ref_bounces, ref_comes_to_rest=ref_rests, ref_ceiling_bounces=ref_up)
         if ref_bounces == 0:
             return not_applicable(NAME, f"the reference shows no collision of {name!r}", **measured)
     elif not b and not up:
         return not_applicable(NAME, f"no bounce of {name!r} to check")
 
-    score = float(np.exp(-max(0.0, gain - 1.05) / 0.3))
+    # Rebounds higher than the drop count beyond what the reference shows (a push adds energy).
+    allowed = max(1.05, ref_gain)
+    measured["allowed_gain"] = allowed
+    score = float(np.exp(-max(0.0, gain - allowed) / 0.3))
     problems = []
-    if gain > 1.1:
+    if gain > allowed + 0.05:
         problems.append(f"a bounce gained energy (rebound/drop height {gain:.2f})")
     if ref_bounces and not b:
         score *= 0.3
