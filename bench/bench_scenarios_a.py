@@ -71,7 +71,7 @@ def accuracy() -> None:
             print(f"{gen.name}: closed-form max error {err:.2e} m over {n} frames of flight")
     print(f"projection: worst |sphere image centre - mask centroid| = {worst_px:.3f} px with the perspective "
           f"correction, {worst_raw:.3f} px projecting the bare centre (96 px renders)")
-    for e in (0.55, 0.7, 0.85):
+    for e in (0.6, 0.7, 0.85):
         case = M.BOUNCE.make_case("e", seed=0, restitution=e, resolution=[32, 32], num_frames=48, fps=24)
         spec, sim = M.BOUNCE._simulate(0, dict(case.metadata["params"]))
         errs = [abs(ev["restitution"] - e) / e for ev in sim.events if -ev["v_in"] >= 0.5]

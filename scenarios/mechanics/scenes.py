@@ -321,7 +321,7 @@ class Bounce(MechanicsGenerator):
 
     def scene(self, rng: np.random.Generator, params: dict[str, Any], fps: float) -> SceneSpec:
         color = _color(params, rng)
-        e = _param(params, "restitution", round(float(rng.uniform(0.55, 0.85)), 2))  # 2 % accurate in [0.55, 0.95]
+        e = _param(params, "restitution", round(float(rng.uniform(0.6, 0.9)), 2))  # 2 % accurate in [0.6, 0.95]
         h = _param(params, "height", rng.uniform(0.9, 1.3))
         x = _param(params, "x", rng.uniform(-0.4, 0.4))
         r = _param(params, "radius", 0.15)
