@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainState", "Trainer", "diffusion_forcing_loss", "train"]
+__all__ = ["TrainState", "Trainer", "diffusion_forcing_loss", "export_checkpoint", "train"]
 
 
 def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: float,
@@ -307,6 +307,30 @@ class Trainer:
                 if self.state.losses else None, "config": self.cfg.source}
         (path / "training.json").write_text(json.dumps(meta, indent=1))
         return path
+
+
+def export_checkpoint(cfg: TrainConfig, checkpoint: str | Path, out: str | Path) -> Path:
+    """Export a checkpoint's EMA weights as a bundle without loading the training data
+    (e.g. to ship the best checkpoint of a run that was stopped)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from inferix.models.causal_wan import CausalWanModel
+    from inferix.train.bundle import write_bundle
+
+    ckpt = Path(checkpoint)
+    with torch.device("meta"):
+        model = CausalWanModel(cfg.wan_config())
+    model = model.to_empty(device="cpu")
+    model.load_state_dict(load_file(str(ckpt / "ema.safetensors")))
+    path = write_bundle(model, cfg, out)
+    meta = json.loads((ckpt / "state.json").read_text())
+    losses = meta.get("losses") or []
+    (path / "training.json").write_text(json.dumps({
+        "step": meta["step"], "wall_s": round(float(meta.get("wall_s", 0.0)), 1),
+        "final_loss": sum(losses[-50:]) / len(losses[-50:]) if losses else None,
+        "config": cfg.source, "checkpoint": str(ckpt)}, indent=1))
+    return path
 
 
 def _hardware() -> str:

@@ -1,0 +1,181 @@
+"""Reference world model vs its baselines: action following on `gaming`, and 60 s streaming on CPU.
+
+1. **Direction accuracy** (the interaction track's ``analyze_following``, with the reference video
+   as the track uses it) on the rendered `gaming` suite, for ``inferix:reference-world``,
+   ``inferix:reference-world-random``, ``repeat-first-frame`` and ``reference``; chunk-weighted
+   and per game.
+2. **60 s generation** with ``reference-world`` through the engine (rolling KV window): FPS
+   (decode included), KV bytes per block (flat = bounded memory), and peak RSS of a 60 s vs a
+   5 s ``inferix generate`` run, each in a fresh process.
+
+Usage::
+
+    python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--model-dir DIR]
+        [--skip-fps] [--json out.json]
+
+``--suite-dir`` is a folder written by ``worldolympiad scenarios render gaming DIR`` (rendered
+there when missing). ``--model-dir`` evaluates an exported bundle (``inferix:DIR``) instead of
+the shipped weights (e.g. a checkpoint exported with ``inferix.train.recipe.export_checkpoint``).
+Prints ratios/numbers; never fails on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _cases(suite_dir: Path, limit: int | None) -> list[Any]:
+    from worldolympiad.types import Case
+
+    if not (suite_dir / "suite.json").is_file():
+        subprocess.run([sys.executable, "-m", "worldolympiad", "scenarios", "render", "gaming", str(suite_dir)],
+                       check=True)
+    rels = json.loads((suite_dir / "suite.json").read_text())["cases"]
+    cases = [Case.load(suite_dir / r) for r in rels]
+    if limit:
+        # round-robin over games so a limited run still covers every game
+        by_game: dict[str, list[Any]] = defaultdict(list)
+        for c in cases:
+            by_game[_game(c)].append(c)
+        cases = []
+        while len(cases) < limit and any(by_game.values()):
+            for g in sorted(by_game):
+                if by_game[g] and len(cases) < limit:
+                    cases.append(by_game[g].pop(0))
+    return cases
+
+
+def _game(case: Any) -> str:
+    return str(case.metadata.get("game") or case.metadata.get("generator", "?")).split(".")[-1]
+
+
+def _model(spec: str) -> Any:
+    from worldolympiad.models.base import build_model
+    from worldolympiad.registry import UnknownNameError
+
+    try:
+        return build_model(spec)
+    except UnknownNameError:
+        if spec == "repeat-first-frame":  # until the registry entry lands
+            from worldolympiad.models.baselines import RepeatFirstFrameModel
+
+            m = RepeatFirstFrameModel()
+            m.name = spec
+            return m
+        raise
+
+
+def direction_accuracy(specs: list[str], cases: list[Any]) -> dict[str, Any]:
+    from tracks.interaction.following import analyze_following
+    from worldolympiad.video.io import read_video
+
+    out: dict[str, Any] = {}
+    refs = {c.id: read_video(c.resolve(c.reference)).frames for c in cases}
+    for spec in specs:
+        model = _model(spec)
+        ok: list[bool] = []
+        per_game: dict[str, list[bool]] = defaultdict(list)
+        per_action: dict[str, list[bool]] = defaultdict(list)
+        t0 = time.perf_counter()
+        errors = []
+        for case in cases:
+            try:
+                video = model.generate(case, seed=0)
+            except Exception as e:  # noqa: BLE001 - recorded, the bench goes on
+                errors.append(f"{case.id}: {type(e).__name__}: {e}")
+                continue
+            ref = refs[case.id]
+            frames = video.frames[: len(ref)]
+            rep = analyze_following(frames, case, case.chunks, reference=ref if ref.shape == frames.shape else None)
+            for ch in rep.chunks:
+                ok.append(ch.direction_ok)
+                per_game[_game(case)].append(ch.direction_ok)
+                per_action[f"{_game(case)}:{ch.action}"].append(ch.direction_ok)
+        model.close()
+        out[spec] = {
+            "direction_accuracy": float(np.mean(ok)) if ok else None,
+            "chunks": len(ok),
+            "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
+            "per_action": {a: round(float(np.mean(v)), 3) for a, v in sorted(per_action.items())},
+            "seconds": round(time.perf_counter() - t0, 1),
+            "errors": errors,
+        }
+        print(f"{spec:34s} direction accuracy {out[spec]['direction_accuracy']}  ({len(ok)} chunks, "
+              f"{out[spec]['seconds']} s)  per game {out[spec]['per_game']}", flush=True)
+    return out
+
+
+def _peak_rss(model: str, seconds: float, side: int) -> int:
+    code = ("import resource,sys; from inferix.cli import main; rc = main(sys.argv[1:]); "
+            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-c", code, "generate", "--model", model, "--seconds", str(seconds), "--out",
+               f"{d}/v.mp4", "--height", str(side), "--width", str(side), "--prompt", "the camera walks forward"]
+        r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return int(next(line.split()[1] for line in r.stdout.splitlines() if line.startswith("PEAK")))
+
+
+def streaming(model: str = "reference-world", seconds: float = 60.0, side: int = 64) -> dict[str, Any]:
+    from inferix.engine import Engine, EngineConfig
+    from inferix.kv_cache import CachePolicy
+    from inferix.profiling import profile_session
+    from inferix.registry import load_model
+
+    lm = load_model(model)
+    latent_hw = lm.latent_hw_for((side, side))
+    blocks = lm.blocks_for_seconds(seconds)
+    cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(lm.timesteps),
+                       policy=CachePolicy.parse("rolling:9"), max_sessions=1, max_batch=1,
+                       max_frames=blocks * lm.block_frames + 8, device="cpu")
+    engine = Engine(lm.model, lm.codec, lm.text_encoder, cfg, lm.action_encoder)
+    prof = profile_session(engine, "the camera walks forward", blocks, action="forward", model_name=model)
+    kv = [b.kv_bytes for b in prof.blocks]
+    frames = sum(b.frames for b in prof.blocks)
+    res = {"model": model, "pixels": list(lm.pixel_hw(latent_hw)), "seconds_of_video": frames / lm.fps,
+           "frames": frames, "steps": len(lm.timesteps), "fps": round(prof.fps, 1),
+           "realtime_factor": round(prof.fps / lm.fps, 2), "time_to_first_frame_s": prof.time_to_first_frame_s,
+           "kv_bytes_block10": kv[min(10, len(kv) - 1)], "kv_bytes_last": kv[-1],
+           "kv_flat": kv[-1] == kv[min(10, len(kv) - 1)]}
+    short, long_ = _peak_rss(model, 5.0, side), _peak_rss(model, seconds, side)
+    res.update({"peak_rss_5s": short, f"peak_rss_{seconds:g}s": long_, "peak_rss_ratio": round(long_ / short, 3)})
+    print(f"60 s stream: {res['fps']} FPS ({res['realtime_factor']}x real time at {lm.fps:g} fps, "
+          f"{res['steps']} steps, {side}px), KV bytes block 10 {res['kv_bytes_block10']} vs last "
+          f"{res['kv_bytes_last']}, peak RSS 60 s / 5 s = {res['peak_rss_ratio']}", flush=True)
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite-dir", default="/tmp/rw/gaming", help="rendered gaming suite (rendered if missing)")
+    ap.add_argument("--limit", type=int, default=None, help="cases (round-robin over games)")
+    ap.add_argument("--model-dir", default=None, help="exported bundle to evaluate instead of the shipped weights")
+    ap.add_argument("--models", default="trained,random,repeat-first-frame,reference")
+    ap.add_argument("--skip-fps", action="store_true")
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args(argv)
+
+    trained = f"inferix:{args.model_dir}" if args.model_dir else "inferix:reference-world"
+    names = {"trained": trained, "random": "inferix:reference-world-random"}
+    specs = [names.get(s, s) for s in args.models.split(",") if s]
+    cases = _cases(Path(args.suite_dir), args.limit)
+    print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
+    results: dict[str, Any] = {"cases": len(cases), "direction": direction_accuracy(specs, cases)}
+    if not args.skip_fps:
+        results["streaming"] = streaming(args.model_dir or "reference-world")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
