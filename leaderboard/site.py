@@ -216,6 +216,9 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
             def pick(df: pd.DataFrame, evt: gr.SelectData) -> str:
                 return str(df.iloc[evt.index[0]]["case_id"])
 
+            # Gradio finds the event argument by its annotation; make it a real class, not a string.
+            pick.__annotations__ = {"df": pd.DataFrame, "evt": gr.SelectData, "return": str}
+
             cases.select(pick, cases, case_id, api_name=False)
             case_id.change(case_videos, [model, case_id], [gen_video, ref_video], api_name="case_videos")
         with gr.Tab("Metrics"):
