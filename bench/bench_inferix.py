@@ -21,7 +21,8 @@ import argparse
 import json
 import os
 
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+# one thread: on a shared CPU box extra OpenMP threads spin and wreck timings
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def main() -> None:

@@ -155,7 +155,16 @@ def _sync(device: str) -> None:
 # ----------------------------------------------------------------------------- benchmarks
 #
 # Ratios measured side by side in one run (bench/bench_inferix.py and `inferix bench` print
-# them; nothing here asserts on time).
+# them; nothing here asserts on time). Times are process CPU seconds (time.process_time) on CPU,
+# where a shared machine makes wall time meaningless (other jobs steal the cores), and wall
+# seconds after a device sync on CUDA.
+
+
+def _clock(device: str) -> float:
+    if str(device).startswith("cuda"):
+        _sync(device)
+        return time.perf_counter()
+    return time.process_time()
 
 
 def _bench_model(size: str, device: str, seed: int = 0) -> Any:
@@ -212,11 +221,11 @@ def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str
 
 
 def _block_times(engine: Any, num_blocks: int, prompt: str = "bench") -> list[float]:
+    dev = engine.config.device
     times = []
-    t = time.perf_counter()
+    t = _clock(dev)
     for _ in engine.stream(prompt, num_blocks=num_blocks, seed=0):
-        _sync(engine.config.device)
-        now = time.perf_counter()
+        now = _clock(dev)
         times.append(now - t)
         t = now
     return times
@@ -246,9 +255,7 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
     from inferix.schedulers import timesteps
 
     eng = _engine_for(model, latent_hw, "full", device, steps=steps, max_frames=3 * num_blocks + 6)
-    t0 = time.perf_counter()
-    _block_times(eng, num_blocks)
-    cached = time.perf_counter() - t0
+    cached = sum(_block_times(eng, num_blocks))
 
     ts = tuple(timesteps("self_forcing"))[:steps]
     c = model.config.in_channels
@@ -257,7 +264,7 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
     ctx = model.cross_attention_kv(torch.randn(1, model.config.text_len, model.config.text_dim, device=device))
     clean = torch.zeros(1, c, 0, h, w, device=device)
     g = torch.Generator().manual_seed(0)
-    t0 = time.perf_counter()
+    t0 = _clock(device)
     with torch.no_grad():
         for b in range(num_blocks):
             x = torch.randn((1, c, 3, h, w), generator=g).to(device)
@@ -271,8 +278,7 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
                 x = x0 if i + 1 == len(ts) else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(
                     x.shape, generator=g).to(device)
             clean = torch.cat([clean, x], 2)
-    _sync(device)
-    recompute = time.perf_counter() - t0
+    recompute = _clock(device) - t0
     return {"blocks": num_blocks, "cached_s": cached, "recompute_s": recompute, "speedup": recompute / cached}
 
 
@@ -280,15 +286,12 @@ def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str, 
                            num_blocks: int = 8) -> dict[str, Any]:
     """Frames per second of ``sessions`` sessions batched in one engine vs one session alone."""
     eng = _engine_for(model, latent_hw, "rolling:9", device)
-    t0 = time.perf_counter()
-    _block_times(eng, num_blocks)
-    one = 3 * num_blocks / (time.perf_counter() - t0)
+    one = 3 * num_blocks / sum(_block_times(eng, num_blocks))
     eng = _engine_for(model, latent_hw, "rolling:9", device, max_batch=sessions, max_sessions=sessions)
     ids = [eng.add_session(f"p{i}", num_blocks=num_blocks, seed=i) for i in range(sessions)]
-    t0 = time.perf_counter()
+    t0 = _clock(device)
     eng.run()
-    _sync(device)
-    many = 3 * num_blocks * sessions / (time.perf_counter() - t0)
+    many = 3 * num_blocks * sessions / (_clock(device) - t0)
     assert all(eng.session(i).blocks_done == num_blocks for i in ids)
     return {"sessions": sessions, "one_session_fps": one, "batched_fps": many, "throughput_ratio": many / one}
 
@@ -312,22 +315,18 @@ def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: in
             model(x, torch.tensor([500.0], device=device), ctx, be)
         flops = counter.get_total_flops()
         model(x, torch.tensor([500.0], device=device), ctx, be)  # warm-up
-        _sync(device)
-        t0 = time.perf_counter()
+        t0 = _clock(device)
         for _ in range(repeats):
             model(x, torch.tensor([500.0], device=device), ctx, be)
-        _sync(device)
-        dit_s = (time.perf_counter() - t0) / repeats
+        dit_s = (_clock(device) - t0) / repeats
         n = max(64, round((flops / 2) ** (1 / 3)))  # square matmul with ~ the same FLOPs
         a = torch.randn(n, n, device=device)
         b = torch.randn(n, n, device=device)
         a @ b
-        _sync(device)
-        t0 = time.perf_counter()
+        t0 = _clock(device)
         for _ in range(repeats):
             a @ b
-        _sync(device)
-        mm_s = (time.perf_counter() - t0) / repeats
+        mm_s = (_clock(device) - t0) / repeats
     dit_flops, mm_flops = flops / dit_s, 2 * n**3 / mm_s
     return {"dit_gflop": flops / 1e9, "dit_gflops_per_s": dit_flops / 1e9, "matmul_n": n,
             "matmul_gflops_per_s": mm_flops / 1e9, "fraction_of_matmul": dit_flops / mm_flops}
@@ -366,6 +365,7 @@ def run_bench(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
     small = _bench_model("small", device)
     results: dict[str, Any] = {
         "device": device,
+        "clock": "wall (synced)" if device.startswith("cuda") else "process CPU time",
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "machine": platform.processor() or platform.machine(),
