@@ -67,6 +67,9 @@ def validity(families: list[str], seeds: list[int], res: int, frames: int, stren
                 except ValueError as e:  # the perturbation cannot apply to this case (e.g. no visible object)
                     print(f"{case.id:34s} {pname:17s} perturbation not applicable: {e}")
                     continue
+                except Exception as e:  # a scoring crash is a finding: report it, keep benchmarking
+                    print(f"{case.id:34s} {pname:17s} ERROR {type(e).__name__}: {e}")
+                    continue
                 sc = np.array([np.nan if x is None else x for x in scores], float)
                 full = sc[-1]
                 win = bool(np.isfinite(sc[0]) and (not np.isfinite(full) or full < sc[0]))

@@ -152,7 +152,7 @@ def trajectory_agreement(gen: Analysis, ref: Analysis, cap: float = 0.5) -> tupl
         if n.startswith("#"):
             continue  # unnamed blobs have no counterpart to compare with
         rc = series(ref.tracks, n)[0] / ref.frames.shape[1]
-        gc = series(gen.tracks, n)[0][idx] / gen.frames.shape[1]
+        gc = series(gen.tracks, n, T=Tg)[0][idx] / gen.frames.shape[1]
         seen = ~np.isnan(rc[:, 0])
         if seen.sum() == 0:
             continue

@@ -73,3 +73,11 @@ def test_no_applicable_rule_gives_not_applicable_metrics_not_zero(tmp_path):
     out = PhysicsTrack().evaluate(Video(still, 8.0), case, ctx)
     assert out.score is None
     assert all(m.status == "not_applicable" and m.reason for m in out.metrics)
+
+
+def test_video_without_any_object_fails_the_rules_instead_of_crashing(ball, tmp_path):
+    empty = np.full_like(ball.frames, 200)  # the model drew an empty scene
+    out = _run(S.Scene(empty, np.zeros_like(ball.masks), ball.objects), ball, _case(ball), tmp_path)
+    assert out.score is not None and out.score < 0.5
+    traj = next(m for m in out.metrics if m.name == "trajectory_agreement")
+    assert traj.raw == pytest.approx(0.5)  # unseen everywhere = the cap

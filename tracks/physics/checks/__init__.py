@@ -116,13 +116,16 @@ def object_names(tracks: list[ObjectTrack]) -> list[str]:
     return seen
 
 
-def series(tracks: list[ObjectTrack], name: str, *, clipped: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def series(tracks: list[ObjectTrack], name: str, *, clipped: bool = True,
+           T: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-frame centroid ``[T, 2]``, area ``[T]`` and bbox ``[T, 4]`` of object ``name``
     (all its tracks merged; the largest wins where several are visible; ``nan`` when unseen).
 
     ``clipped=False`` drops frames where the object is cut by the image border (its centroid
-    and area are biased there), which kinematic fits need."""
-    T = len(tracks[0].state) if tracks else 0
+    and area are biased there), which kinematic fits need. ``T`` (the video's frame count) sizes
+    the arrays when there is no track at all."""
+    if T is None:
+        T = len(tracks[0].state) if tracks else 0
     cen = np.full((T, 2), np.nan)
     area = np.full(T, np.nan)
     box = np.full((T, 4), np.nan)

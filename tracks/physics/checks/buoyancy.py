@@ -30,14 +30,14 @@ def run(inp: CheckInput) -> CheckResult:
     name = subject(inp, prefer="motion")
     if name is None:
         return not_applicable(NAME, "no moving object was tracked")
-    y = series(inp.tracks, name, clipped=False)[0][:, 1] / inp.height
+    y = series(inp.tracks, name, clipped=False, T=len(inp.frames))[0][:, 1] / inp.height
     if (~np.isnan(y)).sum() < 6:
         return not_applicable(NAME, f"{name!r} seen in fewer than 6 frames")
     s, e, settled = _levels(y, inp.fps)
     measured: dict = {"object": name, "start": s, "end": e, "settled": settled}
     if inp.has_reference:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
-        ry = series(inp.ref_tracks, name, clipped=False)[0][:, 1] / inp.ref_frames.shape[1]
+        ry = series(inp.ref_tracks, name, clipped=False, T=len(inp.ref_frames))[0][:, 1] / inp.ref_frames.shape[1]
         if (~np.isnan(ry)).sum() < 6:
             return not_applicable(NAME, f"{name!r} is barely visible in the reference")
         rs, re_, ref_settled = _levels(ry, inp.ref_fps or inp.fps)

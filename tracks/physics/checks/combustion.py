@@ -30,6 +30,8 @@ def flame_frames(frames: np.ndarray, min_share: float = 0.002) -> np.ndarray:
 
 def smoothed_area(tracks, name: str) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Area of ``name`` over the frames it is seen unobstructed (flames cover the fuel), median of 3."""
+    if not tracks:
+        return np.zeros(0)
     a = np.full(len(tracks[0].state), np.nan)
     for tr in tracks:
         if (tr.name or f"#{tr.id}") == name:

@@ -33,7 +33,7 @@ def run(inp: CheckInput) -> CheckResult:
         return not_applicable(NAME, "no object was tracked")
     worst, per = 0.0, {}
     for n in names:
-        st = steps(series(inp.tracks, n)[0]) / inp.height
+        st = steps(series(inp.tracks, n, T=len(inp.frames))[0]) / inp.height
         if len(st) == 0:
             continue
         # Per axis: a sideways jump of a falling object is a jump even if it falls fast.

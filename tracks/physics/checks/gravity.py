@@ -29,7 +29,7 @@ def run(inp: CheckInput) -> CheckResult:
     if name is None:
         return not_applicable(NAME, "no moving object was tracked")
     H = inp.height
-    cen, _, box = series(inp.tracks, name, clipped=False)
+    cen, _, box = series(inp.tracks, name, clipped=False, T=len(inp.frames))
     cen = cen / H
     y = cen[:, 1]
     bottom = box[:, 3] / H
@@ -40,7 +40,7 @@ def run(inp: CheckInput) -> CheckResult:
 
     if inp.has_reference:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
-        rcen, _, rbox = series(inp.ref_tracks, name, clipped=False)
+        rcen, _, rbox = series(inp.ref_tracks, name, clipped=False, T=len(inp.ref_frames))
         rh = inp.ref_frames.shape[1]
         rcen = rcen / rh
         ry = rcen[:, 1]

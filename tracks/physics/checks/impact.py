@@ -44,7 +44,7 @@ def run(inp: CheckInput) -> CheckResult:
     name = subject(inp, prefer="motion")
     if name is None:
         return not_applicable(NAME, "no moving object was tracked")
-    y = series(inp.tracks, name, clipped=False)[0][:, 1] / inp.height
+    y = series(inp.tracks, name, clipped=False, T=len(inp.frames))[0][:, 1] / inp.height
     b = bounce_frames(y, inp.fps)
     ratios = height_ratios(y, b)
     gain = max(ratios, default=0.0)
@@ -55,7 +55,7 @@ def run(inp: CheckInput) -> CheckResult:
     ref_bounces, ref_rests, ref_up, ref_gain = None, None, 0, 0.0
     if inp.has_reference:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
-        ry = series(inp.ref_tracks, name, clipped=False)[0][:, 1] / inp.ref_frames.shape[1]
+        ry = series(inp.ref_tracks, name, clipped=False, T=len(inp.ref_frames))[0][:, 1] / inp.ref_frames.shape[1]
         ref_bounces = len(bounce_frames(ry, inp.ref_fps or inp.fps))
         ref_rests = at_rest_at_end(ry, inp.ref_fps or inp.fps)
         ref_up = len(bounces(ry, inp.ref_fps or inp.fps, direction=-1))

@@ -31,15 +31,18 @@ DIRECTION = {"melting": -1, "sublimation": -1, "vaporization": -1, "solubility":
              "freezing": 1, "condensation": 1, "deposition": 1}
 
 
-def area_curve(tracks, name: str, pixels: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def area_curve(tracks, name: str, frames: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
     """Area of ``name`` per frame as a share of the frame, 0 where unseen, median-smoothed over 3."""
-    a = np.nan_to_num(series(tracks, name)[1], nan=0.0) / pixels
+    pixels = int(np.prod(frames.shape[1:3]))
+    a = np.nan_to_num(series(tracks, name, T=len(frames))[1], nan=0.0) / pixels
     if len(a) >= 3:
         a = np.median(np.stack([np.r_[a[:1], a[:-1]], a, np.r_[a[1:], a[-1:]]]), axis=0)
     return a
 
 
 def net_change(a: np.ndarray) -> float:
+    if len(a) == 0:
+        return 0.0
     k = max(1, min(3, len(a) // 4))
     a0, a1 = float(a[:k].mean()), float(a[-k:].mean())
     return (a1 - a0) / max(a0, a1, 1e-6)
@@ -50,8 +53,7 @@ def _changing_body(inp: CheckInput, direction: int) -> str | None:
     the melting ice, not the growing puddle."""
     tracks, frames = (inp.ref_tracks, inp.ref_frames) if inp.has_reference else (inp.tracks, inp.frames)
     assert tracks is not None and frames is not None
-    pixels = int(np.prod(frames.shape[1:3]))
-    changes = {n: net_change(area_curve(tracks, n, pixels)) for n in object_names(tracks)}
+    changes = {n: net_change(area_curve(tracks, n, frames)) for n in object_names(tracks)}
     best = max(changes, key=lambda n: changes[n] * direction, default=None)
     if best is not None and changes[best] * direction > 0:
         return best
@@ -69,14 +71,13 @@ def run(inp: CheckInput) -> CheckResult:
     name = _changing_body(inp, direction)
     if name is None:
         return not_applicable(NAME, f"no object that {'shrinks' if direction < 0 else 'grows'} was tracked")
-    H, W = inp.frames.shape[1:3]
-    a = area_curve(inp.tracks, name, H * W)
+    a = area_curve(inp.tracks, name, inp.frames)
     mono = monotone_fraction(a, direction)
     net = net_change(a) * direction
     measured: dict = {"object": name, "monotone": mono, "net_change": net}
     if inp.has_reference:
         assert inp.ref_tracks is not None and inp.ref_frames is not None
-        ra = area_curve(inp.ref_tracks, name, int(np.prod(inp.ref_frames.shape[1:3])))
+        ra = area_curve(inp.ref_tracks, name, inp.ref_frames)
         ref_net = net_change(ra) * direction
         ref_mono = monotone_fraction(ra, direction)
         measured.update(net_change_ref=ref_net, monotone_ref=ref_mono)
