@@ -312,6 +312,40 @@ class Engine:
         s.outputs.clear()
         return out
 
+    def fork(self, session_id: str, new_id: str | None = None, num_blocks: int | None = None) -> str:
+        """Branch a session between blocks: the new session shares its past KV blocks (ref counts,
+        copy-on-write of a partly filled block), noise generator state and decoder state, so both
+        continue from the same video and can then be steered apart (what-if actions).
+
+        Raises:
+            ValueError: the session is done or in the middle of a block.
+        """
+        import copy
+
+        import torch
+
+        src = self._live(session_id)
+        if src.slot.step != 0:
+            raise ValueError(f"session {session_id!r} is in the middle of a block; fork between blocks")
+        nid = new_id or f"s{next(self._ids)}"
+        if nid in self.sessions:
+            raise ValueError(f"session id {nid!r} already exists")
+        self.kv.fork_session(session_id, nid)
+        slot = SessionSlot(nid, src.slot.batch_key, src.slot.num_steps, src.slot.block_frames,
+                           state=src.slot.state if src.slot.state != SessionState.PAUSED else SessionState.RUNNING,
+                           arrival=next(self._arrival))
+        gen = torch.Generator().manual_seed(src.seed)
+        gen.set_state(src.generator.get_state())
+        dec = copy.copy(src.decoder)
+        for k, v in vars(src.decoder).items():
+            if k != "codec":  # the codec (VAE weights) is shared; the causal state is copied
+                setattr(dec, k, copy.deepcopy(v))
+        s = Session(slot, src.prompt, src.action, num_blocks if num_blocks is not None else src.num_blocks, src.seed,
+                    gen, context=src.context, action_tensor=src.action_tensor, x=src.x.clone(), decoder=dec,
+                    blocks_done=src.blocks_done)
+        self.sessions[nid] = s
+        return nid
+
     def remove(self, session_id: str) -> None:
         """Forget a finished session."""
         s = self._get(session_id)

@@ -205,3 +205,30 @@ def test_first_frame_image_conditions_the_session(tiny):
     assert eng.kv.usage()["device_blocks_used"] == 0
     with pytest.raises(ValueError, match="image_latents must be"):
         eng.add_session("x", image_latents=lat[:, :3])
+
+
+def test_fork_shares_past_blocks_and_branches_exactly(tiny):
+    """A fork continues the same video (shared KV blocks, copied noise/decoder state); each branch
+    equals a fresh run that took the same actions."""
+    eng = _engine(tiny, policy="full")
+    a = eng.add_session("a road", num_blocks=3, seed=2, action="forward")
+    while eng.session(a).blocks_done < 2:
+        eng.step()
+    b = eng.fork(a)
+    shared = [bid for _, bid in eng.kv.block_ids(a)]
+    assert [bid for _, bid in eng.kv.block_ids(b)] == shared
+    assert all(eng.kv.pools["device"].ref_cnt(i) == 2 for i in shared)
+    eng.set_action(a, "left")
+    eng.set_action(b, "jump")
+    eng.run()
+    for sid, act in ((a, "left"), (b, "jump")):
+        ref_eng = _engine(tiny, policy="full")
+        r = ref_eng.add_session("a road", num_blocks=3, seed=2, action="forward")
+        while ref_eng.session(r).blocks_done < 2:
+            ref_eng.step()
+        ref_eng.set_action(r, act)
+        ref_eng.run()
+        got = eng.pop_outputs(sid)[-1]
+        torch.testing.assert_close(got.latents, ref_eng.pop_outputs(r)[-1].latents, atol=1e-5, rtol=0)
+        assert got.action == act
+    assert eng.kv.pools["device"].num_used == 0
