@@ -66,6 +66,8 @@ def bench_speed(frames_n: int, size: int, budget: float, log_every: float) -> No
         print(f"SfM {label:24s} {dt:7.2f} s  registration {rec.registration_rate:.2f}  reproj {rec.reprojection_error:.2f} px  {extra}")
         recs[label] = rec
 
+    _flythrough_accuracy(frames_n, size)
+
     rec = recs["pycolmap, case K"]
     reg = np.nonzero(rec.registered)[0]
     images, c2w = ft.frames[reg], rec.poses[reg]
@@ -110,6 +112,28 @@ def bench_speed(frames_n: int, size: int, budget: float, log_every: float) -> No
         print("no CUDA device: gsplat CUDA iterations/s not measured")
 
 
+def _flythrough_accuracy(frames_n: int, size: int, n: int = 3) -> None:
+    """ATE (% of path) and registration rate on the scenario package's MuJoCo fly-throughs."""
+    import torch  # noqa: F401 - before MuJoCo's EGL renderer (see bench_validity)
+
+    from tracks.geometry.sfm import recover_cameras
+    from tracks.geometry.trajectory import path_length, trajectory_errors
+
+    cases = [c for c in _cases(n, size, frames_n) if c[2] != "tracks.geometry.synthetic"]
+    if not cases:
+        print("flythrough.* generators not registered: scenario fly-through accuracy not measured")
+        return
+    for case, video, gen in cases:
+        t = time.perf_counter()
+        rec = recover_cameras(video.frames, np.arange(video.num_frames), Path(tempfile.mkdtemp()), K=case.camera.K)
+        dt = time.perf_counter() - t
+        r = rec.registered
+        P = case.camera.poses
+        e = trajectory_errors(rec.poses[r], P[r])
+        print(f"{gen} {case.id}: SfM {dt:6.2f} s  registration {rec.registration_rate:.2f}  "
+              f"ATE {e.ate_rmse / path_length(P[r]) * 100:5.2f} % of path  RPE rot {e.rpe_rot_deg_mean:.2f} deg")
+
+
 def _cases(n: int, size: int, frames_n: int):
     """(case, reference video) pairs: scenario fly-throughs when registered, else our synthetic ones."""
     from worldolympiad.types import CameraSpec, Case, Video
@@ -139,6 +163,10 @@ def _cases(n: int, size: int, frames_n: int):
 
 
 def bench_validity(n_cases: int, size: int, frames_n: int, iters: int, strengths: list[float]) -> None:
+    # Import torch/gsplat (and so triton) before MuJoCo renders anything: importing triton's C
+    # extension after MuJoCo's EGL renderer ran intermittently segfaults (__libc_free) here.
+    import gsplat  # noqa: F401
+    import torch  # noqa: F401
     from scipy.stats import spearmanr
 
     from tracks.geometry.track import GeometryTrack

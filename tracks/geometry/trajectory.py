@@ -191,7 +191,7 @@ def camera_score(
       ``translation = 0.4·cos + 0.3·extent + 0.3·position`` where ``cos`` is the clipped cosine
       between the centred position sequences (path shape), ``extent`` is ``min/max`` of the two path lengths and
       ``position = exp(−mean‖Δp‖ / ref path length)``; ``rotation = mean exp(−θ_i / 6°)`` of the
-      geodesic errors of aligned orientations. Score = mean(translation, rotation).
+      geodesic errors of the relative-to-first orientations. Score = mean(translation, rotation).
     """
     _check_pair(est, ref)
     est_r, ref_r = relative_to_first(est), relative_to_first(ref)
@@ -221,7 +221,9 @@ def camera_score(
     pos_err = float(np.linalg.norm(aligned[:, :3, 3] - ref_r[:, :3, 3], axis=1).mean())
     position = math.exp(-pos_err / ref_len) if ref_len > 0 else 0.0
     translation = 0.4 * cos_term + 0.3 * extent + 0.3 * position
-    R_err = np.einsum("tji,tjk->tik", ref_r[:, :3, :3], aligned[:, :3, :3])
+    # Orientations are compared in the shared first-camera frame, not through the Umeyama rotation:
+    # for a nearly straight path the rotation about the path axis is poorly constrained by positions.
+    R_err = np.einsum("tji,tjk->tik", ref_r[:, :3, :3], est_r[:, :3, :3])
     theta = rotation_angle_deg(R_err)
     rotation = float(np.exp(-theta / rot_scale_deg).mean())
     return CameraScore(

@@ -68,7 +68,7 @@ def test_unreconstructable_video_is_recorded_failure_with_lowest_score(flythroug
 
 def test_camera_metrics_not_applicable_without_trajectory_or_reference(flythrough, tmp_path, evaluate):
     case = Case(id="nocam", scenario="realworld", fps=8.0, num_frames=24, resolution=(64, 64), tracks=("geometry",))
-    out, _ = evaluate(Video(flythrough.frames, 8.0), case, tmp_path, splat_iterations=2)
+    out, _ = evaluate(Video(flythrough.frames, 8.0), case, tmp_path, splat_iterations=2, max_frames=12)
     m = {x.name: x for x in out.metrics}
     for name in ("ate_rmse", "rpe_rot", "camera_score"):
         assert m[name].status == "not_applicable" and "no camera trajectory" in m[name].reason
@@ -82,7 +82,7 @@ def test_camera_metrics_against_reference_video_sfm(flythrough, tmp_path):
 
     case = Case(id="refcam", scenario="realworld", fps=8.0, num_frames=24, resolution=(64, 64), tracks=("geometry",))
     ref = Video(flythrough.frames, 8.0)
-    ctx = EvalContext(work_dir=tmp_path, options={"geometry.splat_iterations": 2}, reference_loader=lambda: ref)
+    ctx = EvalContext(work_dir=tmp_path, options={"geometry.splat_iterations": 2, "geometry.max_frames": 12}, reference_loader=lambda: ref)
     out = GeometryTrack().evaluate(ref, case, ctx)
     m = {x.name: x for x in out.metrics}
     assert m["ate_rmse"].status == "ok" and m["ate_rmse"].details["reference"] == "reference video SfM"
