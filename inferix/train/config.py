@@ -92,6 +92,12 @@ class OptimConfig:
         teacher_forcing: probability that a clip's first ``j`` blocks are clean context (t = 0, no
             loss) and the rest noisy — the situation at generation time; otherwise every block
             has its own noise level (diffusion forcing).
+        context_noise: clean context frames (the prefix and teacher-forced blocks, still labelled
+            t = 0) get Gaussian noise of a std drawn from U(0, context_noise) per clip, so the model
+            learns not to copy the small errors of its own generated context (which the engine
+            commits at t = 0) — the main cause of drift in long rollouts.
+        context_noise_from_step: step at which ``context_noise`` switches on (a curriculum: first
+            learn to copy and move clean context).
         log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
         eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
         threads: torch CPU threads (0 = leave torch's default).
@@ -106,6 +112,8 @@ class OptimConfig:
     ema: float = 0.995
     timestep_shift: float = 3.0
     teacher_forcing: float = 0.5
+    context_noise: float = 0.0
+    context_noise_from_step: int = 0
     log_every: int = 10
     ckpt_every: int = 200
     eval_every: int = 0

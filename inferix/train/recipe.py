@@ -10,6 +10,9 @@ One step, for a batch of clips (``inferix.train.data``: a clean prefix frame + K
     v       = model(x_t, 1000 sigma_f, caption, block-causal mask, positions, per-frame action ids)
     loss    = mean over noisy frames of |v - (noise - x0)|^2  (flow-matching velocity target)
 
+(after ``context_noise_from_step``, clean context frames carry a little Gaussian noise while
+still labelled t = 0: generated context is never exact, and a model that trusts it fully drifts.)
+
 The model, the block-causal mask (``block_causal_mask_from_sizes``, the one the pipeline's
 recompute mode uses), the codec, the text embedding and, in the eval hook, the generation loop
 (``inferix.pipeline.generate_blocks`` with the KV cache and the few-step sampler) are the
@@ -66,7 +69,8 @@ def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: 
 
 
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
-                           teacher_forcing: float, generator: torch.Generator) -> torch.Tensor:
+                           teacher_forcing: float, generator: torch.Generator,
+                           context_noise: float = 0.0) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -77,6 +81,7 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         shift: flow-matching shift of the noise-level distribution.
         teacher_forcing: probability of clean leading context blocks.
         generator: CPU generator for noise levels, noise and positions.
+        context_noise: max std of the noise put on clean (t = 0) context frames (0 = none).
     """
     import torch
 
@@ -92,6 +97,10 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     noise = torch.randn(x0.shape, generator=generator).to(device)
     s = sig_f[:, None, :, None, None]
     x_t = (1 - s) * x0 + s * noise
+    if context_noise > 0:  # corrupt the t = 0 context only; the targets stay the clean x0
+        std = torch.rand(b, generator=generator) * context_noise
+        extra = torch.randn(x0.shape, generator=generator).to(device) * std.to(device)[:, None, None, None, None]
+        x_t = torch.where(s == 0, x_t + extra, x_t)
     # RoPE is relative, but the engine runs at growing absolute positions: train at random offsets
     offset = int(torch.randint(0, 64, (1,), generator=generator))
     pos = (torch.arange(f, device=device) + offset).expand(b, f)
@@ -166,8 +175,10 @@ class Trainer:
         clip = self.data.sample(t.batch_size, self.gen)
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state.step)
+        ctx_noise = t.context_noise if self.state.step >= t.context_noise_from_step else 0.0
         loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
-                                      shift=t.timestep_shift, teacher_forcing=t.teacher_forcing, generator=self.gen)
+                                      shift=t.timestep_shift, teacher_forcing=t.teacher_forcing, generator=self.gen,
+                                      context_noise=ctx_noise)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

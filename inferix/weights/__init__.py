@@ -1,0 +1,1 @@
+"""Weights shipped inside the package (data only)."""
