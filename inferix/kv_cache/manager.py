@@ -159,13 +159,10 @@ class KVCacheManager:
         if s is None:
             return []
         freed = []
+        # reserved-but-unwritten blocks are in the table too (reserve appends them)
         for b in s.table:
             for bid in self.pools[b.pool].free([b.block_id]):
                 freed.append((b.pool, bid))
-        if s.reserved:
-            # reserved blocks not yet in the table were allocated fresh; they are in the table
-            # already (reserve appends them), so nothing else to free.
-            pass
         return freed
 
     def _get(self, session_id: str) -> SessionKV:
