@@ -126,7 +126,11 @@ def bench_validity(seeds: int) -> None:
                         continue
                     p = dict(case.metadata.get("params", {}))
                     p["actions"] = new
-                    frames = g.render(g.make_case(case.id, seed=seed, **p)).video.frames
+                    try:
+                        frames = g.render(g.make_case(case.id, seed=seed, **p)).video.frames
+                    except ValueError:  # e.g. the maze refuses a plan that walks into a wall
+                        row += f"{'refused':>18}"
+                        continue
                 else:
                     frames = PERTURBATIONS.get(n)(ref, case, 1.0, np.random.default_rng(seed), rendered).frames
                 s = score(frames)
@@ -157,7 +161,7 @@ def bench_seams() -> None:
         edges = [0, *[int(t) + 1 for t in np.flatnonzero(hist > 0.3)], len(fr)]
         skip = int(round(v.fps))
         c_fp = c_tot = c_hit = c_cut = 0
-        for a, b in zip(edges[:-1], edges[1:]):
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
             shot = fr[a:b]
             if len(shot) < 48:
                 continue

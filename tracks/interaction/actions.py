@@ -16,6 +16,7 @@ vocabulary and its actions: the track reports it as that case's error.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path

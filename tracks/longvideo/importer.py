@@ -18,12 +18,13 @@ bundled slice defaults (16 fps, 128 px, duration = last segment end) so a model 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
-from tracks.longvideo.lvbench import LVItem, cases_from_items, item_from_dict, segments_from_list
+from tracks.longvideo.lvbench import LVItem, cases_from_items, item_from_dict
 from worldolympiad.types import Case
 
 logger = logging.getLogger(__name__)
@@ -170,10 +171,8 @@ def import_lvbench(root: str | Path, out: str | Path | None = None, *, fps: floa
                 f = info["fps"] or fps
                 dur = info["num_frames"] / f if info["num_frames"] else None
                 rel = Path(it.video).resolve()
-                try:
+                with contextlib.suppress(ValueError):  # outside the suite's folder: keep it absolute
                     rel = rel.relative_to(out.parent.resolve())
-                except ValueError:
-                    pass
                 item = LVItem(it.id, it.segments, str(rel), it.category)
                 cases += cases_from_items([item], fps=f, resolution=(info["height"], info["width"]), duration_sec=dur,
                                           suite=out.stem, tracks=("longvideo", "interaction"))

@@ -43,7 +43,7 @@ def test_atari_image_translation_form_from_case_metadata():
         expected_motion("LEFT", case)
 
 
-def test_maze_camera_form_turns_yaw_into_content_motion_with_magnitude_from_K():
+def test_maze_camera_form_turns_yaw_into_content_motion_with_magnitude_from_k():
     space = {"kind": "camera", "actions": {"turn_left": {"translation": [0, 0, 0], "yaw_deg": 4.5},
                                            "forward": {"translation": [0, 0, 0.1], "yaw_deg": 0.0},
                                            "strafe_right": {"translation": [0.1, 0, 0], "yaw_deg": 0.0}}}

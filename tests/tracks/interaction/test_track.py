@@ -99,14 +99,13 @@ def test_frame_identity_consistency_for_camera_scenes(synth):
 def tiny_clip(tmp_path_factory):
     """A random-init CLIP built from a tiny config, saved and reloaded like real local weights."""
     pytest.importorskip("transformers")
+    import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, PreTrainedTokenizerFast
 
-    import torch
-
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("clip")
-    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, **{w: i + 4 for i, w in enumerate("pan left right a photo over".split())}}
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, **{w: i + 4 for i, w in enumerate(["pan", "left", "right", "a", "photo", "over"])}}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")

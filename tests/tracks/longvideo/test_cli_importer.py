@@ -46,7 +46,7 @@ def test_bundled_slices_are_minute_long_and_tiled_by_captions():
         for case in cases_from_items(sl.items, fps=sl.fps, resolution=sl.resolution, duration_sec=sl.duration_sec):
             assert case.duration == pytest.approx(60.0)
             assert case.chunks[0].frame_start == 0 and case.chunks[-1].frame_end == case.num_frames
-            assert all(a.frame_end == b.frame_start for a, b in zip(case.chunks, case.chunks[1:]))
+            assert all(a.frame_end == b.frame_start for a, b in zip(case.chunks, case.chunks[1:], strict=False))
             assert all(2.0 <= c.num_frames / case.fps <= 3.0 for c in case.chunks[:-1])
     with pytest.raises(ValueError, match="bundled: ci, mini"):
         load_slice("nope")

@@ -15,8 +15,16 @@ def tiny_models(tmp_path_factory):
     import torch
     from safetensors.torch import save_file
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import (CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, Dinov2Config, Dinov2Model,
-                              BitImageProcessor, PreTrainedTokenizerFast)
+    from transformers import (
+        BitImageProcessor,
+        CLIPConfig,
+        CLIPImageProcessor,
+        CLIPModel,
+        CLIPProcessor,
+        Dinov2Config,
+        Dinov2Model,
+        PreTrainedTokenizerFast,
+    )
 
     torch.manual_seed(0)
     root = tmp_path_factory.mktemp("weights")
