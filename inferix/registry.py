@@ -241,7 +241,7 @@ def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> Loaded
         logger.warning("model %s: no text_encoder given; using the hashed text embedding (no meaning)", name_or_path)
         text: Callable[[str], Any] = HashedTextEncoder(cfg.text_dim, min(cfg.text_len, 512))
     else:
-        from inferix.models import load_text_encoder  # type: ignore[attr-defined]
+        from inferix.models.text_encoder import load_text_encoder
 
         text = load_text_encoder(text_path, device=device)
     vae = options.get("vae")
