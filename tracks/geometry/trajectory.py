@@ -107,10 +107,35 @@ class TrajectoryErrors:
         return dict(self.__dict__)
 
 
+def align_first_frame(est: np.ndarray, ref: np.ndarray, with_scale: bool = True) -> Sim3:
+    """Similarity that puts ``est``'s first camera onto ``ref``'s first camera (orientation and
+    position) with the least-squares scale of the displacements from it.
+
+    Used when positions alone cannot fix the rotation (a static or straight-line reference path,
+    e.g. a first-person camera walking down a corridor or turning in place).
+    """
+    R = ref[0, :3, :3] @ est[0, :3, :3].T
+    d_est = (est[:, :3, 3] - est[0, :3, 3]) @ R.T
+    d_ref = ref[:, :3, 3] - ref[0, :3, 3]
+    den = float((d_est**2).sum())
+    scale = float((d_est * d_ref).sum() / den) if with_scale and den > 1e-18 else 1.0
+    if scale <= 0:
+        scale = 1.0  # the estimate moves backwards: keep its unit rather than mirror it
+    t = ref[0, :3, 3] - scale * R @ est[0, :3, 3]
+    return Sim3(R=R, t=t, scale=scale)
+
+
 def align_trajectory(est: np.ndarray, ref: np.ndarray, with_scale: bool = True) -> tuple[np.ndarray, Sim3]:
-    """Sim(3)-align ``est`` onto ``ref`` by their positions; returns ``(aligned est, transform)``."""
+    """Sim(3)-align ``est`` onto ``ref`` by their positions (Umeyama); returns ``(aligned est, transform)``.
+
+    When the reference positions are degenerate (one point or one line) the rotation is not
+    determined by positions, so the first cameras are aligned instead (:func:`align_first_frame`).
+    """
     _check_pair(est, ref)
-    sim = umeyama(est[:, :3, 3], ref[:, :3, 3], with_scale=with_scale)
+    try:
+        sim = umeyama(est[:, :3, 3], ref[:, :3, 3], with_scale=with_scale)
+    except TrajectoryError:
+        sim = align_first_frame(est, ref, with_scale=with_scale)
     return sim.apply_to_poses(est), sim
 
 
@@ -158,7 +183,7 @@ class CameraScore:
     score: float
     translation: float
     rotation: float
-    mode: str  # "static" | "moving"
+    mode: str  # "static" | "rotation" | "moving"
     parts: dict[str, float]
 
 
@@ -207,6 +232,16 @@ def camera_score(
         t_part = math.exp(-sum_t / static_trans_scale)
         r_part = math.exp(-sum_rot / static_rot_scale_deg)
         return CameraScore(t_part * r_part, t_part, r_part, "static", {"sum_translation": sum_t, "sum_rotation_deg": sum_rot})
+
+    if ref_len <= static_path:
+        # Turning in place: no path to compare shapes with; penalise estimated travel as in the
+        # static case and score orientations as in the moving case.
+        steps = np.linalg.norm(np.diff(est_r[:, :3, 3], axis=0), axis=1)
+        t_part = math.exp(-float(steps.sum()) / static_trans_scale)
+        theta = rotation_angle_deg(np.einsum("tji,tjk->tik", ref_r[:, :3, :3], est_r[:, :3, :3]))
+        r_part = float(np.exp(-theta / rot_scale_deg).mean())
+        return CameraScore(0.5 * (t_part + r_part), t_part, r_part, "rotation",
+                           {"sum_translation": float(steps.sum()), "mean_rot_err_deg": float(theta.mean())})
 
     aligned, _ = align_trajectory(est_r, ref_r, with_scale=True)
     # Path shape: cosine between the centred position sequences (robust to per-step jitter,

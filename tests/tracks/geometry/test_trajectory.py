@@ -90,10 +90,23 @@ def test_exact_similarity_copy_has_zero_error():
     assert e.ate_rmse < 1e-9 and e.rpe_rot_deg_mean < 1e-5 and e.rpe_trans_rmse < 1e-9
 
 
-def test_degenerate_trajectory_is_a_clear_error():
-    ref = np.tile(np.eye(4), (5, 1, 1))
+def test_degenerate_positions_are_a_clear_umeyama_error():
+    pts = np.zeros((5, 3))
     with pytest.raises(TrajectoryError, match="degenerate"):
-        trajectory_errors(ref.copy(), ref)
+        umeyama(pts, pts)
+
+
+def test_straight_line_reference_aligns_by_first_camera():
+    """A corridor walk (collinear positions) leaves Umeyama's rotation undefined: align the first cameras."""
+    ref = np.tile(np.eye(4), (10, 1, 1))
+    ref[:, 2, 3] = np.linspace(0, 3, 10)  # straight ahead
+    R = Rotation.from_euler("xyz", [20, -70, 45], degrees=True).as_matrix()
+    est = _sim3(ref, R, np.array([1.0, 2.0, 3.0]), 0.3)
+    e = trajectory_errors(est, ref)
+    assert e.ate_rmse < 1e-9 and e.rpe_rot_deg_mean < 1e-5 and e.scale == pytest.approx(1 / 0.3)
+    bad = est.copy()
+    bad[5:, :3, 3] += 0.5  # a jump mid-corridor is measured, not a crash
+    assert trajectory_errors(bad, ref).ate_rmse > 0.1
 
 
 def test_camera_score_bounded_and_ranks_noise():
