@@ -198,7 +198,14 @@ class OpenCVSegmenter(Segmenter):
             for k, (name, _) in enumerate(obj_labs):
                 m = close & (nearest == k)
                 m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
-                for comp in _components(m, min_area, max_area):
+                comps = _components(m, min_area, H * W)
+                # An object coloured like a large background region (steam against a pale wall)
+                # is found where its colour *also* moves.
+                big = [c for c in comps if c.sum() > max_area]
+                comps = [c for c in comps if c.sum() <= max_area]
+                for c in big:
+                    comps += _components(c & motion[t], min_area, max_area)
+                for comp in comps:
                     inst.append((comp, name))
                     taken |= comp
             rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
