@@ -159,7 +159,7 @@ def composite_tiles(
     return img, alpha_img
 
 
-def _next_T(T_incl: Tensor, keep: Tensor, T_prev: Tensor) -> Tensor:
+def _next_T(T_incl: Tensor, keep: Tensor, T_prev: Tensor) -> Tensor:  # noqa: N802 - T is the transmittance
     """Transmittance after the last *kept* Gaussian of the chunk, per pixel (``[tiles, P]``)."""
     # keep is a prefix mask along dim 1: the kept count k gives T_incl[:, k-1] (or T_prev if k == 0).
     k = keep.sum(1).long()  # [tiles, P]

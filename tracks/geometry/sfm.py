@@ -111,7 +111,7 @@ def recover_cameras(
     return best
 
 
-def default_K(height: int, width: int) -> np.ndarray:
+def default_K(height: int, width: int) -> np.ndarray:  # noqa: N802 - K is the intrinsics matrix
     """COLMAP's prior for unknown intrinsics: focal 1.2·max(H, W), centred principal point."""
     f = 1.2 * max(height, width)
     return np.array([[f, 0, width / 2], [0, f, height / 2], [0, 0, 1.0]])
@@ -169,7 +169,7 @@ def _pycolmap_recover(
     matching.num_threads = 1
     verification = pycolmap.TwoViewGeometryOptions()
     verification.min_num_inliers = 12
-    if S <= exhaustive_max:
+    if exhaustive_max >= S:
         pycolmap.match_exhaustive(db, matching_options=matching, verification_options=verification,
                                   device=pycolmap.Device.cpu)
         matcher = "exhaustive"

@@ -52,7 +52,7 @@ class GeometryTrack(Track):
         return ctx.option(f"geometry.{key}", load_spec().options.get(key))
 
     @staticmethod
-    def _case_K(case: Case, video: Video) -> np.ndarray | None:
+    def _case_K(case: Case, video: Video) -> np.ndarray | None:  # noqa: N802 - K is the intrinsics matrix
         """The case's intrinsics rescaled to the video's resolution (``None`` when unknown)."""
         if case.camera is None or not case.camera.intrinsics:
             return None

@@ -66,7 +66,7 @@ def umeyama(src: np.ndarray, dst: np.ndarray, with_scale: bool = True) -> Sim3:
     var_s = float((xs**2).sum() / n)
     cov = xd.T @ xs / n  # [3, 3]
     U, D, Vt = np.linalg.svd(cov)
-    if np.count_nonzero(D > np.finfo(np.float64).eps) < 2 or var_s <= 0:
+    if np.count_nonzero(np.finfo(np.float64).eps < D) < 2 or var_s <= 0:
         raise TrajectoryError("degenerate positions (all on one point or one line): Sim(3) alignment is undefined")
     S = np.eye(3)
     if np.linalg.det(U) * np.linalg.det(Vt) < 0:

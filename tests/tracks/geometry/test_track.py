@@ -77,8 +77,8 @@ def test_camera_metrics_not_applicable_without_trajectory_or_reference(flythroug
 
 def test_camera_metrics_against_reference_video_sfm(flythrough, tmp_path):
     """Without a case trajectory, the reference video's own SfM poses are the reference."""
-    from worldolympiad.track import EvalContext
     from tracks.geometry.track import GeometryTrack
+    from worldolympiad.track import EvalContext
 
     case = Case(id="refcam", scenario="realworld", fps=8.0, num_frames=24, resolution=(64, 64), tracks=("geometry",))
     ref = Video(flythrough.frames, 8.0)
