@@ -162,7 +162,8 @@ def _cases(n: int, size: int, frames_n: int):
     return out
 
 
-def bench_validity(n_cases: int, size: int, frames_n: int, iters: int, strengths: list[float]) -> None:
+def bench_validity(n_cases: int, size: int, frames_n: int, iters: int, strengths: list[float],
+                   perturbations: tuple[str, ...] = PERTURBS) -> None:
     # Import torch/gsplat (and so triton) before MuJoCo renders anything: importing triton's C
     # extension after MuJoCo's EGL renderer ran intermittently segfaults (__libc_free) here.
     import gsplat  # noqa: F401
@@ -182,11 +183,11 @@ def bench_validity(n_cases: int, size: int, frames_n: int, iters: int, strengths
     cases = _cases(n_cases, size, frames_n)
     print(f"== validity: {len(cases)} cases from {cases[0][2]}, {size} px, {frames_n} frames, {iters} splat iterations")
     wins = total = 0
-    rhos = {p: [] for p in PERTURBS}
+    rhos: dict[str, list[float]] = {p: [] for p in perturbations}
     print(f"{'case':12s} {'perturbation':18s} " + " ".join(f"s={s:<5g}" for s in [0.0, *strengths]))
     for case, video, _ in cases:
         ref = score(video, case)
-        for p in PERTURBS:
+        for p in perturbations:
             fn = PERTURBATIONS.get(p)
             row = [ref]
             for s in strengths:
@@ -211,12 +212,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cases", type=int, default=3)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--strengths", default="0.25,0.5,1.0")
+    ap.add_argument("--perturbations", default=",".join(PERTURBS))
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if a.what in ("speed", "all"):
         bench_speed(a.frames or 48, a.size or 128, a.budget, a.log_every)
     if a.what in ("validity", "all"):
-        bench_validity(a.cases, a.size or 64, a.frames or 24, a.iters, [float(s) for s in a.strengths.split(",")])
+        bench_validity(a.cases, a.size or 64, a.frames or 24, a.iters, [float(s) for s in a.strengths.split(",")],
+                       tuple(a.perturbations.split(",")))
 
 
 if __name__ == "__main__":
