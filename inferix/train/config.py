@@ -98,6 +98,10 @@ class OptimConfig:
             commits at t = 0) — the main cause of drift in long rollouts.
         context_noise_from_step: step at which ``context_noise`` switches on (a curriculum: first
             learn to copy and move clean context).
+        motion_weight: per-pixel loss weight ``1 + motion_weight * |x0_f - x0_(f-1)|`` (mean over
+            channels): pixels that change between frames — where the action shows — count more than
+            the static background a copying model already gets right.
+        motion_weight_from_step: step at which ``motion_weight`` switches on.
         log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
         eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
         threads: torch CPU threads (0 = leave torch's default).
@@ -114,6 +118,8 @@ class OptimConfig:
     teacher_forcing: float = 0.5
     context_noise: float = 0.0
     context_noise_from_step: int = 0
+    motion_weight: float = 0.0
+    motion_weight_from_step: int = 0
     log_every: int = 10
     ckpt_every: int = 200
     eval_every: int = 0

@@ -70,7 +70,7 @@ def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: 
 
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
                            teacher_forcing: float, generator: torch.Generator,
-                           context_noise: float = 0.0) -> torch.Tensor:
+                           context_noise: float = 0.0, motion_weight: float = 0.0) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -82,6 +82,7 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         teacher_forcing: probability of clean leading context blocks.
         generator: CPU generator for noise levels, noise and positions.
         context_noise: max std of the noise put on clean (t = 0) context frames (0 = none).
+        motion_weight: extra loss weight on pixels that change from the previous frame (0 = none).
     """
     import torch
 
@@ -107,7 +108,13 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     ph, pw = model.config.patch_size[1:]
     mask = block_causal_mask_from_sizes([1] + [block_frames] * blocks, (h // ph) * (w // pw), device=device)
     v = model(x_t, sig_f * 1000.0, text.to(device), FullAttention(mask), pos, clip.actions.to(device))
-    per_frame = ((v.float() - (noise - x0)) ** 2).mean(dim=(1, 3, 4))  # [B, F]
+    err = (v.float() - (noise - x0)) ** 2  # [B, C, F, h, w]
+    if motion_weight > 0:
+        change = torch.zeros_like(x0[:, :1])  # [B, 1, F, h, w]; the prefix has no loss anyway
+        change[:, :, 1:] = (x0[:, :, 1:] - x0[:, :, :-1]).abs().mean(1, keepdim=True)
+        wmap = 1 + motion_weight * change
+        err = err * (wmap / wmap[:, :, 1:].mean(dim=(2, 3, 4), keepdim=True))
+    per_frame = err.mean(dim=(1, 3, 4))  # [B, F]
     weight = (sig_f > 0).float()
     return (per_frame * weight).sum() / weight.sum()
 
@@ -176,9 +183,10 @@ class Trainer:
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state.step)
         ctx_noise = t.context_noise if self.state.step >= t.context_noise_from_step else 0.0
+        motion = t.motion_weight if self.state.step >= t.motion_weight_from_step else 0.0
         loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
                                       shift=t.timestep_shift, teacher_forcing=t.teacher_forcing, generator=self.gen,
-                                      context_noise=ctx_noise)
+                                      context_noise=ctx_noise, motion_weight=motion)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

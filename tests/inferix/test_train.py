@@ -204,3 +204,33 @@ def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path:
     assert (run / "model" / "training.json").is_file()
     # --resume at the final step only re-exports
     assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--resume", "--no-progress"]) == 0
+
+
+def test_motion_weight_and_context_noise_change_only_what_they_claim(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.bundle import bundle_from_config
+    from inferix.train.data import ClipDataset
+    from inferix.train.recipe import diffusion_forcing_loss
+
+    cfg = toy_config(tmp_path, toy_root)
+    lm = bundle_from_config(cfg)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    clip = ds.sample(4, torch.Generator().manual_seed(0))
+    text = torch.cat([lm.text_encoder(c) for c in clip.captions])
+
+    def loss(**kw: float) -> float:
+        with torch.no_grad():
+            return float(diffusion_forcing_loss(lm, clip, 2, text, shift=1.0, teacher_forcing=1.0,
+                                                generator=torch.Generator().manual_seed(1), **kw))
+
+    base = loss()
+    assert loss(context_noise=0.0, motion_weight=0.0) == base
+    assert loss(motion_weight=10.0) != base  # moving square pixels re-weighted
+    # a static clip has no motion: the weighting is then the identity
+    still = clip.pixels[:, :, :1].expand_as(clip.pixels).clone()
+    clip_still = type(clip)(still, clip.actions, clip.captions, clip.case_ids, clip.starts)
+    with torch.no_grad():
+        a = diffusion_forcing_loss(lm, clip_still, 2, text, shift=1.0, teacher_forcing=1.0,
+                                   generator=torch.Generator().manual_seed(1))
+        b = diffusion_forcing_loss(lm, clip_still, 2, text, shift=1.0, teacher_forcing=1.0,
+                                   generator=torch.Generator().manual_seed(1), motion_weight=10.0)
+    assert torch.allclose(a, b)
