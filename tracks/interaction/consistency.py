@@ -78,13 +78,18 @@ def _hist(rgb: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     return h / max(h.sum(), 1.0)
 
 
+MIN_AREA_PX = 16
+
+
 def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, colors: np.ndarray,
                                color_scale: float = 40.0) -> dict[str, Any]:
     """Does the tracked agent keep its size and colour across chunks? (1 = identical)
 
     Per chunk: the median area and mean colour of the tracked component over the frames where
     it was found. Similarity to the first chunk = ``exp(-|colour difference| / color_scale) *
-    min(area ratio, 1 / area ratio)``; a chunk where the agent is never found scores 0.
+    sqrt(min(area ratio, 1 / area ratio))``; the area term only counts when both areas are at
+    least ``MIN_AREA_PX`` pixels (a sprite of a few pixels changes area by resampling alone). A
+    chunk where the agent is never found scores 0.
     """
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
@@ -99,8 +104,8 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
         if desc[0] is None or d is None:
             sims.append(0.0)  # the tracked identity vanished in this chunk
             continue
-        ratio = min(d[0], desc[0][0]) / max(d[0], desc[0][0])
-        sims.append(float(np.exp(-np.linalg.norm(d[1] - desc[0][1]) / color_scale) * ratio))
+        ratio = min(d[0], desc[0][0]) / max(d[0], desc[0][0]) if min(d[0], desc[0][0]) >= MIN_AREA_PX else 1.0
+        sims.append(float(np.exp(-np.linalg.norm(d[1] - desc[0][1]) / color_scale) * np.sqrt(ratio)))
     return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "area+colour", "region": "agent"}
 
 

@@ -199,7 +199,8 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     report = FollowingReport(out, None, "none")
     moving = [c for c in out if c.mode != "none"]
     if has_ref and np.isfinite(proj_ref).sum() >= 4:
-        lag_max = max_lag if max_lag is not None else max(1, min(c.num_frames for c in chunks) // 2)
+        # up to one chunk: a model that answers a whole chunk late shows the previous action's motion
+        lag_max = max_lag if max_lag is not None else max(1, min(min(c.num_frames for c in chunks), n_pairs // 2))
         lag, r = _xcorr_lag(proj_gen, proj_ref, lag_max)
         report.delay_frames, report.delay_method, report.correlation = float(abs(lag)), "xcorr_with_reference", r
     elif moving:
