@@ -167,13 +167,26 @@ class InteractionTrack(Track):
         if len(chunks) < 2:
             out.append(spec["identity_consistency"].not_applicable("needs at least two chunks"))
             return out
+        from tracks.interaction.motion import agent_motion
+
+        # tracked identities: the agent, else every coloured object the case names, else the place
+        targets = []
         app = agent_appearance(case)
         if app is not None:
-            from tracks.interaction.motion import agent_motion
-
-            m = agent_motion(frames, app)
-            assert m.areas is not None and m.colors is not None
-            ic = agent_identity_consistency(chunks, m.areas, m.colors)
+            targets.append(("agent", app))
+        elif case.physics is not None:
+            targets += [(str(o.get("name", i)), {"color": o["color"], "window": None})
+                        for i, o in enumerate(case.physics.objects) if o.get("color")]
+        if targets:
+            per = {}
+            for name, appearance in targets:
+                m = agent_motion(frames, appearance)
+                assert m.areas is not None and m.colors is not None
+                per[name] = agent_identity_consistency(chunks, m.areas, m.colors)
+            ic = {"per_object": {k: v["per_chunk"] for k, v in per.items()},
+                  "per_chunk": [float(np.mean(x)) for x in zip(*(v["per_chunk"] for v in per.values()), strict=True)],
+                  "mean": float(np.mean([v["mean"] for v in per.values()])), "descriptor": "area+colour",
+                  "region": "agent" if app is not None else "objects"}
         else:
             ic = identity_consistency(frames, chunks, scorer)
         details["identity_consistency"] = ic

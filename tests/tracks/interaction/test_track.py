@@ -147,3 +147,19 @@ def test_short_video_is_judged_on_the_frames_it_has(synth, tmp_path):
     following = json.loads((tmp_path / "interaction.json").read_text())["following"]["chunks"]
     assert [c["index"] for c in following] == [0, 1]
     assert next(m for m in out.metrics if m.name == "direction_accuracy").raw == 1.0
+
+
+def test_identity_of_the_case_objects_is_tracked_by_colour(synth, tmp_path):
+    from worldolympiad.types import PhysicsSpec
+
+    case = Case(id="obj", scenario="robotics", fps=12.0, num_frames=24, resolution=(48, 48), tracks=("interaction",),
+                chunks=even_chunks(24, 2), physics=PhysicsSpec(objects=({"name": "cube", "color": [40, 220, 240]},)))
+    same = synth.sprite_video([(1.0, 0.0), (0.0, 1.0)])
+    vanished = np.concatenate([same[:12], synth.sprite_video([(1.0, 0.0)], color=(250, 250, 40))[:12]])
+    scores = []
+    for frames in (same, vanished):
+        out = InteractionTrack().evaluate(Video(frames, 12.0), case, EvalContext(work_dir=tmp_path))
+        m = next(m for m in out.metrics if m.name == "identity_consistency")
+        assert m.details["region"] == "objects"
+        scores.append(m.raw)
+    assert scores[0] > 0.8 and scores[1] == 0.0
