@@ -44,8 +44,9 @@ lint: setup
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) $$f || exit 1; done
 
+# One thread: OpenMP threads spinning against each other made this 8x slower on a loaded 2-core box.
 lvbench-ci: setup
-	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m worldolympiad.cli.main lvbench --ci
+	OMP_NUM_THREADS=1 MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m worldolympiad.cli.main lvbench --ci --out runs/lvbench-ci
 
 clean:
 	rm -rf $(STAMP) runs .pytest_cache
