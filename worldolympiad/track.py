@@ -16,6 +16,7 @@ Contract:
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,8 +43,9 @@ class EvalContext:
 
     seed: int = 0
     device: str = "cpu"
-    work_dir: Path = field(default_factory=lambda: Path("."))
-    cache_dir: Path = field(default_factory=lambda: Path(".cache"))
+    # Defaults for direct use (tests, notebooks): a fresh temp folder, never the cwd.
+    work_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="wo-track-")))
+    cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "worldolympiad-cache")
     judge_spec: str = "none"
     options: dict[str, Any] = field(default_factory=dict)
     reference_loader: Callable[[], Video | None] | None = None
