@@ -82,10 +82,10 @@ def _preload_triton() -> None:
     ``torch._dynamo`` in the geometry track — segfaults inside ``dlopen``. In the other
     order both work, so render-then-evaluate processes (``evaluate-model``) stay alive.
     """
-    try:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # no triton (CPU-only torch): nothing to preload
         import triton._C.libtriton  # noqa: F401
-    except Exception:  # noqa: BLE001 - no triton (CPU-only torch): nothing to preload
-        pass
 
 
 def import_mujoco() -> Any:

@@ -7,11 +7,11 @@ libtriton first is safe, so the test process does that before any renderer start
 (``scenarios._mujoco`` does the same for library users).
 """
 
+import contextlib
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-try:  # triton ships with CUDA builds of torch; absent elsewhere, nothing to do
+# triton ships with CUDA builds of torch; absent elsewhere, nothing to preload.
+with contextlib.suppress(Exception):
     import triton._C.libtriton  # noqa: F401
-except Exception:  # noqa: BLE001 - any failure here only means there is nothing to preload
-    pass

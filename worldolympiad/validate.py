@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ class Problem:
         return f"{self.path}: {self.message}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str = "case") -> dict[str, Any]:
     """The published JSON Schema (``"case"`` or ``"suite"``)."""
     text = resources.files("worldolympiad.schema").joinpath(f"{name}.schema.json").read_text()
