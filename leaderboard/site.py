@@ -219,7 +219,7 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
             # Gradio finds the event argument by its annotation; make it a real class, not a string.
             pick.__annotations__ = {"df": pd.DataFrame, "evt": gr.SelectData, "return": str}
 
-            cases.select(pick, cases, case_id, api_name=False)
+            cases.select(pick, cases, case_id, api_visibility="private")
             case_id.change(case_videos, [model, case_id], [gen_video, ref_video], api_name="case_videos")
         with gr.Tab("Metrics"):
             doc = gr.Markdown(metrics_markdown(schema), elem_id="metrics-doc")

@@ -75,7 +75,7 @@ def validate_archive(data: bytes, schema: Schema | None = None) -> Submission:
         SubmissionError: with every problem found.
     """
     schema = schema or load_schema()
-    limits = {
+    limits: dict[str, Any] = {
         "max_archive_bytes": 50 * 2**20, "max_uncompressed_bytes": 200 * 2**20, "max_compression_ratio": 100,
         "ratio_check_min_bytes": 8 * 2**20, "max_members": 2000, "max_rows": 5000, "max_name_length": 80,
         "allowed_suffixes": [".jsonl", ".json", ".mp4", ".txt", ".md"],
