@@ -59,10 +59,38 @@ def _game(case: Any) -> str:
     return str(case.metadata.get("game") or case.metadata.get("generator", "?")).split(".")[-1]
 
 
+class _DownsampledReference:
+    """The reference seen through a ``side``-pixel bottleneck (down with the area filter, back up
+    bilinearly): the best a model generating at that size can score once the bridge resizes it."""
+
+    def __init__(self, side: int) -> None:
+        self.side = side
+        self.name = f"reference@{side}px"
+
+    def generate(self, case: Any, seed: int = 0) -> Any:
+        import cv2
+
+        from worldolympiad.types import Video
+        from worldolympiad.video.io import read_video
+
+        ref = read_video(case.resolve(case.reference)).frames
+        hh, ww = ref.shape[1:3]
+        k = self.side / max(hh, ww)
+        h, w = max(1, round(hh * k)), max(1, round(ww * k))
+        low = np.stack([cv2.resize(cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA), (ww, hh),
+                                   interpolation=cv2.INTER_LINEAR) for f in ref])
+        return Video(frames=low, fps=case.fps, chunks=case.chunks)
+
+    def close(self) -> None:
+        pass
+
+
 def _model(spec: str) -> Any:
     from worldolympiad.models.base import build_model
     from worldolympiad.registry import UnknownNameError
 
+    if spec.startswith("reference@") and spec.endswith("px"):
+        return _DownsampledReference(int(spec[len("reference@"):-2]))
     try:
         return build_model(spec)
     except UnknownNameError:
@@ -159,13 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite-dir", default="/tmp/rw/gaming", help="rendered gaming suite (rendered if missing)")
     ap.add_argument("--limit", type=int, default=None, help="cases (round-robin over games)")
     ap.add_argument("--model-dir", default=None, help="exported bundle to evaluate instead of the shipped weights")
-    ap.add_argument("--models", default="trained,random,repeat-first-frame,reference")
+    ap.add_argument("--models", default="trained,random,repeat-first-frame,reference,ceiling",
+                    help="comma list; 'ceiling' = the reference squeezed through the model's generation size")
     ap.add_argument("--skip-fps", action="store_true")
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
 
     trained = f"inferix:{args.model_dir}" if args.model_dir else "inferix:reference-world"
-    names = {"trained": trained, "random": "inferix:reference-world-random"}
+    from inferix.registry import load_model
+
+    side = load_model(args.model_dir or "reference-world").max_side or 0
+    names = {"trained": trained, "random": "inferix:reference-world-random", "ceiling": f"reference@{side}px"}
     specs = [names.get(s, s) for s in args.models.split(",") if s]
     cases = _cases(Path(args.suite_dir), args.limit)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
