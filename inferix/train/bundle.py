@@ -140,6 +140,7 @@ def bundle_from_config(cfg: TrainConfig, seed: int | None = None, device: str = 
         model = CausalWanModel(cfg.wan_config())
         # The table starts at zero by design (fine-tuning from plain Wan); a model trained from
         # scratch needs distinct action embeddings from step 0 so their gradients differ.
+        assert model.action_embedder is not None  # wan_config() always sets num_actions
         torch.nn.init.normal_(model.action_embedder.table.weight, std=0.02)
     return _assemble(cfg.name, model.to(device), bundle_info(cfg))
 

@@ -305,6 +305,7 @@ class Trainer:
                                   latent_hw=latent_hw, text_encoder=self.lm.text_encoder,
                                   action=[torch.tensor([int(v.action_ids[s])]) for s in starts],
                                   first_frame=pixels, generator=torch.Generator().manual_seed(0))
+            assert res.frames is not None  # a codec was given
             gen = res.frames[0].numpy()  # [T, H, W, 3]
             ref = v.frames[: len(gen)]
             mse = float(np.mean((gen[1:].astype(np.float32) - ref[1:].astype(np.float32)) ** 2) / 255.0**2)
