@@ -12,6 +12,7 @@ Sections::
     actions: vocabulary (the model's action names), map (scenario action name -> vocabulary name),
              default (for chunks without an action)
     sampler: steps (on the [0, 1000] scale) + shift: the few-step list generation uses
+    init_from: optional exported bundle to start from (staged training, e.g. 32 px then 64 px)
     train:   steps, batch_size, lr, warmup, weight_decay, grad_clip, ema, timestep_shift,
              teacher_forcing, log_every, ckpt_every, eval_every, eval_videos, threads
 
@@ -140,6 +141,7 @@ class TrainConfig:
     actions: ActionsConfig = field(default_factory=ActionsConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     train: OptimConfig = field(default_factory=OptimConfig)
+    init_from: str | None = None  # start from these weights (an exported bundle folder), e.g. a lower-resolution stage
     source: str | None = None  # the YAML file it was read from
 
     @property
@@ -185,6 +187,7 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
         seed=int(raw.get("seed", 0)),
         out_dir=str(raw.get("out_dir", "runs/reference_world")),
         fps=float(raw.get("fps", 15.0)),
+        init_from=raw.get("init_from"),
         data=_section(DataConfig, raw.get("data"), "data"),
         model=dict(raw.get("model") or {}),
         actions=_section(ActionsConfig, raw.get("actions"), "actions"),
@@ -194,6 +197,8 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     if base is not None:
         cfg.out_dir = str((base / cfg.out_dir).resolve()) if not Path(cfg.out_dir).is_absolute() else cfg.out_dir
         cfg.data.roots = [r if Path(r).is_absolute() else str((base / r).resolve()) for r in cfg.data.roots]
+        if cfg.init_from and not Path(cfg.init_from).is_absolute():
+            cfg.init_from = str((base / cfg.init_from).resolve())
     acts = cfg.actions
     if acts.default not in acts.vocabulary:
         raise ValueError(f"actions.default {acts.default!r} is not in actions.vocabulary {acts.vocabulary}")

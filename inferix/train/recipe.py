@@ -150,6 +150,13 @@ class Trainer:
         self.device = device
         self.out = Path(cfg.out_dir)
         self.lm = bundle_from_config(cfg, device=device)
+        if cfg.init_from:
+            from safetensors.torch import load_file
+
+            weights = Path(cfg.init_from) / "diffusion_pytorch_model.safetensors"
+            if not weights.is_file():
+                raise FileNotFoundError(f"init_from {cfg.init_from!r} has no {weights.name} (give an exported bundle)")
+            self.lm.model.load_state_dict(load_file(str(weights)))
         self.lm.model.train()
         self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
         self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw: self.lm.pixel_hw(self.lm.latent_hw_for(hw)))

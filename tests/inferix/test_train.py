@@ -234,3 +234,20 @@ def test_motion_weight_and_context_noise_change_only_what_they_claim(toy_root: P
         b = diffusion_forcing_loss(lm, clip_still, 2, text, shift=1.0, teacher_forcing=1.0,
                                    generator=torch.Generator().manual_seed(1), motion_weight=10.0)
     assert torch.allclose(a, b)
+
+
+def test_init_from_starts_a_stage_from_exported_weights(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.recipe import Trainer
+
+    first = Trainer(toy_config(tmp_path / "s1", toy_root))
+    first.train_step()
+    exported = first.export()
+    cfg2 = toy_config(tmp_path / "s2", toy_root)
+    cfg2.init_from = str(exported)
+    second = Trainer(cfg2)
+    for p, q in zip(first.ema.state_dict().values(), second.lm.model.state_dict().values(), strict=True):
+        assert torch.equal(p, q)
+    assert second.state.step == 0  # a new stage: fresh optimiser and step count
+    cfg2.init_from = str(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="init_from"):
+        Trainer(cfg2)
