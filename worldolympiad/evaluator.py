@@ -52,6 +52,7 @@ TIMINGS = "timings.jsonl"
 SUMMARY = "summary.json"
 RUN_SPEC = "run_spec.json"
 VIDEOS = "videos"
+REFERENCES = "references"  # browser-playable copies of the references the tracks used (report, site)
 
 
 class EvaluationError(RuntimeError):
@@ -358,11 +359,31 @@ class _Worker:
                 t0 = time.perf_counter()
                 ref_cache["ref"] = ReferenceStore(self.env.cache_dir).load(case)
                 self.timing(case, seed, "reference", time.perf_counter() - t0)
+                self.publish_reference(case, ref_cache["ref"])
             return ref_cache["ref"]
 
         for t in unit.tracks:
             row = self.run_track(t, video, case, seed, load_reference)
             self.emit("row", row.to_dict())
+
+    def publish_reference(self, case: Case, ref: Video | None) -> None:
+        """Put a yuv420p copy of the reference in the run folder, next to the generated video.
+
+        The cache keeps references bit-exact as RGB H.264, which browsers do not play; the
+        report and the leaderboard's model page show this copy. Best effort: a failure here
+        never affects scores.
+        """
+        if ref is None:
+            return
+        path = self.env.run_dir / REFERENCES / f"{case.id}.mp4"
+        if path.exists():
+            return
+        try:
+            from worldolympiad.video.io import write_video
+
+            write_video(path, ref.frames, ref.fps)
+        except Exception:  # noqa: BLE001 - display copy only
+            logger.debug("could not publish reference of %s", case.id, exc_info=True)
 
     def video_path(self, case: Case, seed: int) -> Path:
         return self.env.run_dir / VIDEOS / f"{case.id}__s{seed}.mp4"

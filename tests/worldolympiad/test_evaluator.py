@@ -324,3 +324,23 @@ def test_retry_failed_recomputes_only_failed_rows(videos_suite, tmp_path):
     assert retried.computed == 1 and retried.skipped == 2
     assert sorted((r.case_id, r.status) for r in retried.rows) == [("case0", "ok"), ("case1", "ok"), ("case2", "ok")]
     assert len(_rows(retried.run_dir)) == 3
+
+
+def test_references_used_by_tracks_are_published_next_to_the_videos(tmp_path):
+    """The report and the site show generated vs reference side by side from the run folder."""
+    import numpy as np
+
+    from worldolympiad.evaluator import _Env, _Worker
+    from worldolympiad.types import Case, RunSpec, Video
+
+    run_dir = tmp_path / "run"
+    env = _Env(spec=RunSpec(model="m", suite="s", tracks=()), run_dir=run_dir, cache_dir=tmp_path / "c",
+               device="cpu", resume=False, track_classes={})
+    worker = _Worker(env, lambda kind, payload: None)
+    case = Case(id="c0", scenario="gaming", fps=4, num_frames=3, resolution=(16, 16))
+    worker.publish_reference(case, Video(np.full((3, 16, 16, 3), 200, np.uint8), 4.0))
+    from worldolympiad.video import read_video
+
+    ref = read_video(run_dir / "references" / "c0.mp4")
+    assert ref.num_frames == 3 and abs(int(ref.frames.mean()) - 200) <= 2
+    worker.publish_reference(case, None)  # no reference: nothing written, no error
