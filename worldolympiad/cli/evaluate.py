@@ -15,8 +15,9 @@ from pathlib import Path
 
 from worldolympiad.types import TRACKS as ALL_TRACKS
 
-# The model run when none is given. The lead switches this to the embedded Inferix model.
-DEFAULT_MODEL = "reference"
+# The model run when none is given: the world model shipped inside Inferix
+# (inferix/weights/reference_world, trained by `inferix train`; see its MODEL_CARD.md).
+DEFAULT_MODEL = "inferix:reference-world"
 DEFAULT_SUITE = "smoke"
 
 EPILOG = """\
