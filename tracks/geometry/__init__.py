@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GeometryTrack"]
+__all__ = ["FAILURE_FLOOR", "GeometryTrack"]
+
+#: normalized value given to the reconstruction-dependent metrics of a video that cannot be
+#: reconstructed, so it never outscores a reconstructable one (documented in track.yaml)
+FAILURE_FLOOR = 0.0
 
 
 def __getattr__(name: str) -> Any:

@@ -18,13 +18,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tracks.geometry.spec import load_spec
+from tracks.geometry import FAILURE_FLOOR
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, MetricValue, Video
 
 logger = logging.getLogger(__name__)
 
+SPEC_PATH = Path(__file__).with_name("track.yaml")
 _SPLAT_METRICS = ("heldout_psnr", "heldout_ssim", "heldout_lpips")
+
+
+def track_spec() -> TrackSpec:
+    """The geometry track's declared metrics, weights and option defaults (``track.yaml``)."""
+    return load_track_spec(SPEC_PATH)
 
 
 def _truthy(v: Any) -> bool:
@@ -37,7 +44,7 @@ class GeometryTrack(Track):
     """Camera recovery, Gaussian-splat reconstruction and trajectory metrics for one video."""
 
     name: ClassVar[str] = "geometry"
-    version: ClassVar[str] = load_spec().version
+    version: ClassVar[str] = track_spec().version
 
     def applicability(self, case: Case) -> str | None:
         reason = super().applicability(case)
@@ -49,7 +56,7 @@ class GeometryTrack(Track):
 
     # ------------------------------------------------------------------ helpers
     def _opt(self, ctx: EvalContext, key: str) -> Any:
-        return ctx.option(f"geometry.{key}", load_spec().options.get(key))
+        return ctx.option(f"geometry.{key}", track_spec().options.get(key))
 
     @staticmethod
     def _case_K(case: Case, video: Video) -> np.ndarray | None:  # noqa: N802 - K is the intrinsics matrix
@@ -70,7 +77,7 @@ class GeometryTrack(Track):
         from tracks.geometry.metrics.structure import registration_rate_metric, reprojection_error_metric
         from tracks.geometry.sfm import motion_masks, recover_cameras, sample_frames
 
-        spec = load_spec()
+        spec = track_spec()
         specs = spec.metrics
         work = Path(ctx.work_dir)
         work.mkdir(parents=True, exist_ok=True)
@@ -98,7 +105,7 @@ class GeometryTrack(Track):
 
         metrics: list[MetricValue] = [registration_rate_metric(specs["registration_rate"], rec)]
         metrics.append(reprojection_error_metric(specs["reprojection_error"], rec) if usable
-                       else specs["reprojection_error"].failed(f"unreconstructable video: {failure}"))
+                       else specs["reprojection_error"].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR))
 
         # ---- camera trajectory vs reference poses
         with ctx.timed("camera_metrics"):
@@ -114,17 +121,17 @@ class GeometryTrack(Track):
             except (ValueError, RuntimeError) as e:
                 logger.warning("splat fit failed: %s", e)
                 errors.append(f"splat fit failed: {e}")
-                metrics += [specs[n].failed(f"splat fit failed: {e}") for n in _SPLAT_METRICS]
+                metrics += [specs[n].failed(f"splat fit failed: {e}", floor=FAILURE_FLOOR) for n in _SPLAT_METRICS]
         else:
             why = failure or "SfM produced no 3-D points to initialise Gaussians"
-            metrics += [specs[n].failed(f"unreconstructable video: {why}") for n in _SPLAT_METRICS]
+            metrics += [specs[n].failed(f"unreconstructable video: {why}", floor=FAILURE_FLOOR) for n in _SPLAT_METRICS]
 
         from tracks.geometry.metrics.vlm import vlm_metric
 
         with ctx.timed("judge"):
             judge = ctx.judge()
             if judge is not None and not renders_for_judge:
-                metrics.append(specs["vlm_render_rating"].failed(f"no renders to rate: {failure or 'splat fit failed'}"))
+                metrics.append(specs["vlm_render_rating"].failed(f"no renders to rate: {failure or 'splat fit failed'}", floor=FAILURE_FLOOR))
             else:
                 metrics.append(vlm_metric(specs["vlm_render_rating"], judge, renders_for_judge,
                                           samples=int(self._opt(ctx, "vlm_samples"))))
@@ -160,7 +167,7 @@ class GeometryTrack(Track):
             if ref is None:
                 return [specs[n].not_applicable("case has no camera trajectory and no reference video") for n in names]
             if not usable:
-                return [specs[n].failed(f"unreconstructable video: {failure}") for n in names]
+                return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
             from tracks.geometry.sfm import recover_cameras
 
             ridx = idx[idx < ref.num_frames]
@@ -175,10 +182,10 @@ class GeometryTrack(Track):
             ref_valid[: len(ridx)] = rrec.registered
             source = "reference video SfM"
         if not usable:
-            return [specs[n].failed(f"unreconstructable video: {failure}") for n in names]
+            return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
         both = rec.registered & ref_valid
         if both.sum() < 3:
-            return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses") for n in names]
+            return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses", floor=FAILURE_FLOOR) for n in names]
         return camera_metrics(specs, rec.poses[both], ref_poses[both], source)
 
     def _splats(self, frames: np.ndarray, rec: Any, ctx: EvalContext, work: Path, specs: dict) -> tuple[list[MetricValue], list[np.ndarray], dict[str, str]]:
@@ -204,7 +211,7 @@ class GeometryTrack(Track):
             fit = fit_splats(images, c2w, rec.K, rec.points, rec.colors, cfg, device=device)
         if not fit.test_ids:
             reason = f"too few registered frames ({len(reg)}) to hold any out"
-            return [specs[n].failed(reason) for n in _SPLAT_METRICS], [], {}
+            return [specs[n].failed(reason, floor=FAILURE_FLOOR) for n in _SPLAT_METRICS], [], {}
         with ctx.timed("splat_render"):
             preds = render_views(fit, c2w[fit.test_ids], rec.K, W, H)
             meta = render_views(fit, meta_view_pose(c2w, rec.points, float(self._opt(ctx, "meta_distance")))[None], rec.K, W, H)[0]

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tracks.interaction.actions import UnknownActionError, agent_appearance, expected_motion
-from tracks.interaction.spec import TrackSpec, load_track_spec
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, Chunk, MetricValue, Video
 
 logger = logging.getLogger(__name__)

@@ -6,11 +6,11 @@ import logging
 from pathlib import Path
 from typing import ClassVar
 
-from tracks.interaction.spec import TrackSpec, load_track_spec
 from tracks.longvideo.drift import measure_drift
 from tracks.longvideo.signals import SIGNALS
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, MetricValue, Video
 
 logger = logging.getLogger(__name__)

@@ -25,13 +25,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
+from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, MetricValue, Video, jsonable
 
 logger = logging.getLogger(__name__)
@@ -41,36 +41,17 @@ SPEC_PATH = Path(__file__).with_name("track.yaml")
 AUTO_RULES = ("gravity", "impact", "combustibility", "color_mixing")
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    name: str
-    description: str
-    higher_is_better: bool
-    bounds: tuple[float, float]
-    version: str
-
-
-@lru_cache(maxsize=1)
-def load_spec() -> tuple[str, dict[str, MetricSpec], dict[str, float]]:
-    """(version, metric specs, score weights) from ``track.yaml``."""
-    import yaml
-
-    d = yaml.safe_load(SPEC_PATH.read_text())
-    metrics = {m["name"]: MetricSpec(m["name"], m.get("description", ""), bool(m.get("higher_is_better", True)),
-                                     (float(m["bounds"][0]), float(m["bounds"][1])), str(m.get("version", "1")))
-               for m in d["metrics"]}
-    return str(d["version"]), metrics, {k: float(v) for k, v in (d.get("score") or {}).get("weights", {}).items()}
+def track_spec() -> TrackSpec:
+    """The physics track's declared metrics and score weights (``track.yaml``)."""
+    return load_track_spec(SPEC_PATH)
 
 
 def _metric(name: str, raw: float | None, reason: str, details: dict[str, Any] | None = None) -> MetricValue:
-    spec = load_spec()[1][name]
+    """``name``'s value normalised by its declared bounds, or not applicable (``reason``) when ``raw`` is None."""
+    spec = track_spec()[name]
     if raw is None:
-        return MetricValue.not_applicable(name, reason, version=spec.version, higher_is_better=spec.higher_is_better)
-    lo, hi = spec.bounds
-    norm = float(np.clip((raw - lo) / (hi - lo), 0.0, 1.0))
-    if not spec.higher_is_better:
-        norm = 1.0 - norm
-    return MetricValue(name, float(raw), norm, spec.higher_is_better, spec.version, details or {})
+        return spec.not_applicable(reason)
+    return spec.value(raw, details)
 
 
 @dataclass
@@ -167,7 +148,7 @@ class PhysicsTrack(Track):
     """Mechanics, thermal and material rules; see the module docstring for the pipeline."""
 
     name: ClassVar[str] = "physics"
-    version: ClassVar[str] = load_spec()[0]
+    version: ClassVar[str] = track_spec().version
 
     def applicability(self, case: Case) -> str | None:
         why = super().applicability(case)
@@ -302,8 +283,7 @@ class PhysicsTrack(Track):
             "reference": ref is not None,
         }
         artifacts = self._write_artifacts(ctx, gen, verdicts, stage1, coverage, n_judge_frames)
-        _, _, weights = load_spec()
-        return TrackOutput(metrics, mean_normalized(metrics, weights), coverage, artifacts, errors)
+        return TrackOutput(metrics, mean_normalized(metrics, track_spec().weights), coverage, artifacts, errors)
 
     @staticmethod
     def _write_artifacts(ctx: EvalContext, gen: Analysis, verdicts: list[Any], stage1: dict[str, Any],

@@ -72,9 +72,9 @@ def test_lpips_from_local_weights_and_not_applicable_without(tmp_path):
     import torch
 
     from tracks.geometry.metrics.heldout import lpips_metric
-    from tracks.geometry.spec import load_spec
+    from tracks.geometry.track import track_spec
 
-    spec = load_spec().metrics["heldout_lpips"]
+    spec = track_spec().metrics["heldout_lpips"]
     rng = np.random.default_rng(0)
     a = rng.integers(0, 255, (2, 32, 32, 3), dtype=np.uint8)
     b = np.clip(a.astype(int) + rng.integers(-60, 60, a.shape), 0, 255).astype(np.uint8)

@@ -11,10 +11,10 @@ from worldolympiad.types import Case, Video
 
 
 def test_every_reported_metric_is_declared_with_bounds(reference_result):
-    from tracks.geometry.spec import load_spec
+    from tracks.geometry.track import track_spec
 
     out, _ = reference_result
-    spec = load_spec()
+    spec = track_spec()
     names = [m.name for m in out.metrics]
     assert sorted(names) == sorted(spec.metrics)  # one value (ok / n.a. / failed) per declared metric
     assert set(spec.weights) <= set(spec.metrics)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracks.geometry.metrics.vlm import vlm_metric
-from tracks.geometry.spec import load_spec
+from tracks.geometry.track import track_spec
 from worldolympiad.judges import Judge, JudgeAnswer, JudgeError
 
 
@@ -21,7 +21,7 @@ class _FakeJudge(Judge):
 
 
 def test_vlm_rating_averages_samples_and_normalises():
-    spec = load_spec().metrics["vlm_render_rating"]
+    spec = track_spec().metrics["vlm_render_rating"]
     judge = _FakeJudge([{"score": 8, "reason": "sharp"}, {"score": 12, "reason": "clamped to 10"}])
     renders = [np.zeros((8, 8, 3), np.uint8)] * 3
     m = vlm_metric(spec, judge, renders, samples=2)
@@ -30,7 +30,7 @@ def test_vlm_rating_averages_samples_and_normalises():
 
 
 def test_vlm_rating_not_applicable_without_judge_and_failed_on_judge_error():
-    spec = load_spec().metrics["vlm_render_rating"]
+    spec = track_spec().metrics["vlm_render_rating"]
     img = [np.zeros((8, 8, 3), np.uint8)]
     assert vlm_metric(spec, None, img).status == "not_applicable"
     bad = vlm_metric(spec, _FakeJudge(error="malformed JSON twice"), img)

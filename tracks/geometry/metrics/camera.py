@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.geometry.spec import MetricSpec
+from tracks.geometry import FAILURE_FLOOR
 from tracks.geometry.trajectory import TrajectoryError, camera_score, path_length, trajectory_errors
+from worldolympiad.trackspec import MetricSpec
 from worldolympiad.types import MetricValue
 
 NAMES = ("ate_rmse", "ate_mean", "rpe_trans", "rpe_rot", "camera_score")
@@ -21,7 +22,7 @@ def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarra
         err = trajectory_errors(est, ref, with_scale=True, delta=1)
         cam = camera_score(est, ref)
     except TrajectoryError as e:
-        return [specs[n].failed(f"trajectory comparison impossible: {e}") for n in NAMES]
+        return [specs[n].failed(f"trajectory comparison impossible: {e}", floor=FAILURE_FLOOR) for n in NAMES]
     length = path_length(ref)
     if length <= 1e-9:
         rel = [specs[n].not_applicable("reference camera does not move: ATE/RPE relative to path length undefined")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tracks.geometry.spec import MetricSpec
+from worldolympiad.trackspec import MetricSpec
 from worldolympiad.types import MetricValue
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def lpips_metric(spec: MetricSpec, gts: np.ndarray, preds: np.ndarray, weights: 
     try:
         model = load_lpips(weights, device)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
-        return spec.failed(f"could not load LPIPS weights: {e}", floor=False)
+        return spec.failed(f"could not load LPIPS weights: {e}")
     import torch
 
     with torch.no_grad():

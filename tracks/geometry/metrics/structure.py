@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from tracks.geometry import FAILURE_FLOOR
 from tracks.geometry.sfm import CameraRecovery
-from tracks.geometry.spec import MetricSpec
+from worldolympiad.trackspec import MetricSpec
 from worldolympiad.types import MetricValue
 
 
@@ -19,6 +20,6 @@ def registration_rate_metric(spec: MetricSpec, rec: CameraRecovery) -> MetricVal
 
 def reprojection_error_metric(spec: MetricSpec, rec: CameraRecovery) -> MetricValue:
     if rec.failure or not math.isfinite(rec.reprojection_error):
-        return spec.failed(f"no reconstruction: {rec.failure or 'no triangulated points'}")
+        return spec.failed(f"no reconstruction: {rec.failure or 'no triangulated points'}", floor=FAILURE_FLOOR)
     return spec.value(rec.reprojection_error, {"track_length": rec.track_length, "num_points": int(len(rec.points)),
                                                 "method": rec.method})

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from tracks.geometry.spec import MetricSpec
+from tracks.geometry import FAILURE_FLOOR
+from worldolympiad.trackspec import MetricSpec
 from worldolympiad.types import MetricValue
 
 PROMPT = (
@@ -22,14 +23,14 @@ def vlm_metric(spec: MetricSpec, judge: Any, renders: list[np.ndarray], samples:
     if judge is None:
         return spec.not_applicable("no judge configured (--judge none): model-free metrics only")
     if not renders:
-        return spec.failed("no renders to rate (reconstruction failed)")
+        return spec.failed("no renders to rate (reconstruction failed)", floor=FAILURE_FLOOR)
     from worldolympiad.judges import JudgeError
 
     try:
         ans = judge.ask_json(PROMPT, renders, keys=["score", "reason"], samples=samples)
         scores = [float(a["score"]) for a in ans.answers]
     except (JudgeError, KeyError, TypeError, ValueError) as e:
-        return spec.failed(f"judge gave no usable rating: {e}", floor=False)
+        return spec.failed(f"judge gave no usable rating: {e}")
     scores = [min(10.0, max(0.0, s)) for s in scores]
     return spec.value(float(np.mean(scores)), {"samples": scores, "reasons": [a.get("reason") for a in ans.answers],
                                                "cached": ans.cached})
