@@ -4,7 +4,9 @@
 set -u
 msg="$1"; shift
 for i in $(seq 1 30); do
-  if git add -A -- "$@" 2>/dev/null && git commit -q -m "$msg" -- "$@"; then exit 0; fi
+  # `git add` may refuse a path already removed with `git rm`; the commit still records it.
+  git add -A -- "$@" 2>/dev/null || true
+  if git commit -q -m "$msg" -- "$@"; then exit 0; fi
   if [ -f .git/index.lock ]; then sleep 2; continue; fi
   # nothing to commit, or a real error
   git status --short -- "$@" | head -5
