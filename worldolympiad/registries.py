@@ -42,6 +42,8 @@ MODELS.register("diffusers", "worldolympiad.models.diffusers:DiffusersModel",
                 description="any local diffusers text/image-to-video pipeline: diffusers:PATH")
 MODELS.register("inferix", "worldolympiad.models.inferix:InferixModel",
                 description="any model the Inferix engine serves: inferix:NAME_OR_PATH")
+MODELS.register("repeat-first-frame", "worldolympiad.models.baselines:RepeatFirstFrameModel",
+                description="baseline: the case's first frame held still for the whole video")
 
 # ---------------------------------------------------------------- tracks
 TRACKS.register("physics", "tracks.physics:PhysicsTrack",
