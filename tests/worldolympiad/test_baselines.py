@@ -97,3 +97,15 @@ def test_reference_world_rolls_out_a_case_through_the_bridge(tmp_path: Path) -> 
     first = np.asarray(Image.open(tmp_path / "first.png").resize((32, 24))).astype(int)
     assert np.abs(video.frames[0].astype(int) - first).mean() < 40  # opens on the (resized) first frame
     assert np.abs(video.frames[0].astype(int) - 128).mean() > 20  # ... not on grey noise
+
+
+def test_repeat_first_frame_resolves_as_a_model_spec(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from worldolympiad.models.base import build_model
+
+    Image.fromarray(_gradient()).save(tmp_path / "first.png")
+    model = build_model("repeat-first-frame")
+    assert isinstance(model, RepeatFirstFrameModel) and model.name == "repeat-first-frame"
+    video = model.generate(_case(tmp_path, conditioning="first.png"))
+    assert all(np.array_equal(f, video.frames[0]) for f in video.frames)
