@@ -28,6 +28,7 @@ from scenarios._mujoco import (
     intrinsics_from_fovy,
     look_at_quat_mj,
 )
+from scenarios._params import video_params
 from scenarios.procedural.common import story
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import CameraSpec, Case, Video, even_chunks
@@ -157,16 +158,7 @@ class RoomFlythrough(CaseGenerator):
     tracks: ClassVar[tuple[str, ...]] = ("geometry", "interaction", "longvideo")
 
     def _setup(self, seed: int, params: dict[str, Any]) -> dict[str, Any]:
-        res = params.get("resolution", (64, 64))
-        if isinstance(res, int):
-            res = (res, res)
-        if len(res) != 2 or min(int(res[0]), int(res[1])) < 16:
-            raise ValueError(f"resolution must be [H, W] with both >= 16, got {res!r}")
-        T = int(params.get("num_frames", 32))
-        fps = float(params.get("fps", 12))
-        nc = int(params.get("num_chunks", 2))
-        if T < 2 or fps <= 0 or not 1 <= nc <= T:
-            raise ValueError(f"need num_frames >= 2, fps > 0, 1 <= num_chunks <= num_frames; got {T}, {fps}, {nc}")
+        res, T, fps, nc = video_params(params, min_side=16, default_fps=12.0)
         length = float(params.get("path_length", 1.6))
         if not 0.0 < length <= 2.5:
             raise ValueError(f"path_length must be in (0, 2.5] metres (the room is 6 m wide), got {length}")

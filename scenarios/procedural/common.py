@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scenarios._params import video_params
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import Case, PhysicsSpec, Video, even_chunks
 
@@ -26,22 +27,8 @@ _ONE = 1 << SHIFT
 
 
 def common_params(params: dict[str, Any]) -> tuple[tuple[int, int], int, float, int]:
-    """``(resolution (H, W), num_frames, fps, num_chunks)`` from params, with clear errors."""
-    res = params.get("resolution", (64, 64))
-    if isinstance(res, int):
-        res = (res, res)
-    if len(res) != 2 or min(int(res[0]), int(res[1])) < 16:
-        raise ValueError(f"resolution must be [H, W] with both >= 16, got {res!r}")
-    T = int(params.get("num_frames", 32))
-    fps = float(params.get("fps", 12))
-    nc = int(params.get("num_chunks", 2))
-    if T < 2:
-        raise ValueError(f"num_frames must be >= 2, got {T}")
-    if fps <= 0:
-        raise ValueError(f"fps must be positive, got {fps}")
-    if not 1 <= nc <= T:
-        raise ValueError(f"num_chunks must be in [1, num_frames={T}], got {nc}")
-    return (int(res[0]), int(res[1])), T, fps, nc
+    """``(resolution (H, W), num_frames, fps, num_chunks)`` (>= 16 px, 12 fps default)."""
+    return video_params(params, min_side=16, default_fps=12.0)
 
 
 class Canvas:
