@@ -81,9 +81,6 @@ class _DownsampledReference:
                                    interpolation=cv2.INTER_LINEAR) for f in ref])
         return Video(frames=low, fps=case.fps, chunks=case.chunks)
 
-    def close(self) -> None:
-        pass
-
 
 def _model(spec: str) -> Any:
     from worldolympiad.models.base import build_model

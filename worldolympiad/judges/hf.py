@@ -48,8 +48,9 @@ class HFJudge(CachedJudge):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        from worldolympiad.evaluator import resolve_device
+
+        device = resolve_device(device)
         # bf16 only where the hardware has it; fp32 on CPU (bf16 matmuls crawl there).
         torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if device == "cuda" else torch.float32)
         self.device = device

@@ -60,15 +60,9 @@ class InferixModel(WorldModel):
 
     def __init__(self, arg: str | None, **options: Any) -> None:
         self.model_name = arg or "tiny"
-        device = str(options.pop("device", "cpu") or "cpu")
-        self.device = "cpu" if device == "auto" else device
-        if device == "auto":
-            try:
-                import torch
+        from worldolympiad.evaluator import resolve_device
 
-                self.device = "cuda" if torch.cuda.is_available() else "cpu"
-            except ImportError:
-                pass
+        self.device = resolve_device(str(options.pop("device", "cpu") or "cpu"))
         self.policy = str(options.pop("policy", "rolling:9"))
         steps = options.pop("steps", None)
         self.steps = int(steps) if steps not in (None, "") else None
