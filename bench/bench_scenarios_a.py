@@ -106,13 +106,11 @@ def sfm() -> None:
         est[int(im.name[:4])] = -M[:3, :3].T @ M[:3, 3]
     idx = sorted(est)
     A, B = np.array([est[i] for i in idx]), r.camera.poses[idx, :3, 3]
-    ma, mb = A.mean(0), B.mean(0)
-    U, S, Vt = np.linalg.svd((B - mb).T @ (A - ma) / len(A))
-    D = np.eye(3)
-    D[2, 2] = np.sign(np.linalg.det(U @ Vt))
-    R = U @ D @ Vt
-    s = np.trace(np.diag(S) @ D) / ((A - ma) ** 2).sum(1).mean()
-    ate = float(np.sqrt((((s * (R @ (A - ma).T)).T + mb - B) ** 2).sum(1).mean()))
+    from tracks.geometry.trajectory import umeyama
+
+    sim = umeyama(A, B)  # the geometry track's Sim(3) alignment (checked against evo there)
+    aligned = sim.scale * A @ sim.R.T + sim.t
+    ate = float(np.sqrt(((aligned - B) ** 2).sum(1).mean()))
     L = case.metadata["path_length_m"]
     print(f"fly-through SfM: {rec.num_reg_images()}/20 registered in {dt:.1f} s, ATE {ate:.4f} m = {100 * ate / L:.2f} % of path {L:.2f} m")
 
