@@ -51,6 +51,13 @@ def gravity_scaled(video: Video, case: Case, s: float, rng: np.random.Generator,
     return _vertical_rescale(video, rendered, 1.0 + s)
 
 
+def _toward_free_side(lay: Any, oid: int, width: int) -> float:
+    """-1 or +1: the horizontal direction with more room, from the object's mean x position."""
+    c = lay.centroids(oid)
+    x_mid = np.nanmean(c[:, 0]) if not np.isnan(c[:, 0]).all() else width / 2
+    return -1.0 if x_mid > width / 2 else 1.0
+
+
 @perturbation("teleport", "physics",
               "s >= 0: from the middle frame on, the main object is displaced by s * W / 4 pixels to the side")
 def teleport(video: Video, case: Case, s: float, rng: np.random.Generator, rendered: Rendered | None):
@@ -59,9 +66,7 @@ def teleport(video: Video, case: Case, s: float, rng: np.random.Generator, rende
     T, H, W = video.frames.shape[:3]
     t0 = T // 2
     oid = lay.main_object(t0)
-    c = lay.centroids(oid)
-    x_mid = np.nanmean(c[:, 0]) if not np.isnan(c[:, 0]).all() else W / 2
-    dx = s * W / 4 * (-1.0 if x_mid > W / 2 else 1.0)  # jump toward the free side of the frame
+    dx = s * W / 4 * _toward_free_side(lay, oid, W)
     out = video.frames.copy()
     for t in range(t0, T):
         out[t] = move_object(video.frames[t], lay.masks[t] == oid, lay.plate, translation(dx, 0.0))
@@ -92,9 +97,7 @@ def appear(video: Video, case: Case, s: float, rng: np.random.Generator, rendere
     T, H, W = video.frames.shape[:3]
     t0 = T // 2
     oid = lay.main_object(t0)
-    c = lay.centroids(oid)
-    x_mid = np.nanmean(c[:, 0]) if not np.isnan(c[:, 0]).all() else W / 2
-    dx = W / 3 * (-1.0 if x_mid > W / 2 else 1.0)
+    dx = W / 3 * _toward_free_side(lay, oid, W)
     out = video.frames.copy()
     for t in range(t0, T):
         out[t] = move_object(video.frames[t], lay.masks[t] == oid, lay.plate, translation(dx, 0.0),
