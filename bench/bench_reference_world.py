@@ -160,7 +160,7 @@ def streaming(model: str = "reference-world", seconds: float = 60.0, side: int =
     latent_hw = lm.latent_hw_for((side, side))
     blocks = lm.blocks_for_seconds(seconds)
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(lm.timesteps),
-                       policy=CachePolicy.parse("rolling:9"), max_sessions=1, max_batch=1,
+                       policy=CachePolicy.parse(lm.policy()), max_sessions=1, max_batch=1,
                        max_frames=blocks * lm.block_frames + 8, device="cpu")
     engine = Engine(lm.model, lm.codec, lm.text_encoder, cfg, lm.action_encoder)
     prof = profile_session(engine, "the camera walks forward", blocks, action="forward", model_name=model)

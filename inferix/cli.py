@@ -36,9 +36,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", default="", help="text prompt")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
-    p.add_argument("--policy", default="rolling:9",
+    p.add_argument("--policy", default=None,
                    help="KV policy: full | rolling:W | sink:S:W (latent frames of past context), "
-                        "optionally @absolute|@reindex (default rolling:9)")
+                        "optionally @absolute|@reindex (default: the model's own, else rolling:9)")
     p.add_argument("--steps", type=int, default=None, help="use the first N denoising steps of the preset")
     p.add_argument("--height", type=int, default=None, help="output height in pixels (default: the model's)")
     p.add_argument("--width", type=int, default=None, help="output width in pixels")
@@ -64,7 +64,7 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
         latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw))
     ts = loaded.timesteps[: args.steps] if args.steps else loaded.timesteps
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=loaded.block_frames, timesteps=tuple(ts),
-                       policy=CachePolicy.parse(args.policy), num_host_blocks=args.host_blocks,
+                       policy=CachePolicy.parse(loaded.policy(args.policy)), num_host_blocks=args.host_blocks,
                        max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames, device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 
@@ -137,7 +137,7 @@ def cmd_generate(args: argparse.Namespace, interactive: bool = False) -> int:
     elapsed = time.perf_counter() - t0
     print(json.dumps({"out": str(args.out), "frames": written, "seconds": written / loaded.fps,
                       "fps": loaded.fps, "generation_fps": written / elapsed if elapsed else None,
-                      "kv_device_blocks_max": kv_max, "policy": args.policy}))
+                      "kv_device_blocks_max": kv_max, "policy": loaded.policy(args.policy)}))
     return 0
 
 

@@ -117,6 +117,8 @@ class LoadedModel:
         fps: pixel frames per second of the output.
         timesteps: denoising timesteps per block.
         frames_per_latent: pixel frames per latent frame (the VAE's temporal stride; 1 for tiny).
+        cache_policy: the KV policy the model was trained for (``None``: the caller's default,
+            ``rolling:9``); an explicit ``--policy`` / ``model.policy`` option wins.
     """
 
     name: str
@@ -129,6 +131,13 @@ class LoadedModel:
     block_frames: int = 3
     fps: float = 16.0
     timesteps: tuple[float, ...] = field(default_factory=tuple)
+    cache_policy: str | None = None
+
+    DEFAULT_POLICY = "rolling:9"
+
+    def policy(self, requested: str | None = None) -> str:
+        """The KV policy to serve with: ``requested``, else the model's own, else ``rolling:9``."""
+        return requested or self.cache_policy or self.DEFAULT_POLICY
 
     @property
     def pixel_scale(self) -> int:

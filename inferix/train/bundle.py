@@ -4,8 +4,10 @@ Layout of an exported model (what ``inferix/weights/reference_world/`` ships)::
 
     config.json                          the DiT's WanConfig (diffusers-compatible keys + actions)
     diffusion_pytorch_model.safetensors  the DiT weights (EMA), written by inferix.models.save_pretrained
-    bundle.json                          codec patch, action vocabulary + map, block frames, fps,
-                                         few-step sampler, text length
+    bundle.json                          codec (type, patch), action vocabulary + map, block frames,
+                                         fps, few-step sampler, text length
+    codec/                               the learned codec when bundle.json says "codec": "tiny_ae"
+                                         (inferix.models.tiny_ae: diffusers AutoencoderTiny, safetensors)
     MODEL_CARD.md                        data, steps, wall time, hardware, scores
 
 :func:`load_bundle` turns that folder into the :class:`~inferix.registry.LoadedModel` the engine
@@ -95,10 +97,26 @@ def _sampler_timesteps(steps: list[float], shift: float) -> tuple[float, ...]:
     return tuple(timesteps(steps, shift))
 
 
-def _assemble(name: str, model: Any, info: dict[str, Any]) -> BundleModel:
+CODEC_DIR = "codec"
+
+
+def _codec(info: dict[str, Any], folder: Path | None, device: str = "cpu") -> Any:
+    """The codec a bundle names: pixel patches, or the learned one saved in ``folder/codec``."""
     from inferix.models.vae import IdentityCodec
 
-    codec = IdentityCodec(patch=int(info["codec_patch"]))
+    kind = info.get("codec", "identity")
+    if kind == "identity":
+        return IdentityCodec(patch=int(info["codec_patch"]))
+    if kind == "tiny_ae":
+        from inferix.models.tiny_ae import TinyAECodec
+
+        if folder is None:
+            raise ValueError("a tiny_ae bundle needs its folder to load the codec from")
+        return TinyAECodec.from_pretrained(folder / CODEC_DIR, device=device)
+    raise ValueError(f"unknown codec {kind!r} in {BUNDLE_FILE} (known: identity, tiny_ae)")
+
+
+def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> BundleModel:
     acts = info["actions"]
     vocab = MappedActionVocab(tuple(acts["vocabulary"]), default=acts["default"], aliases=dict(acts.get("map", {})))
     cfg = model.config
@@ -107,7 +125,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any]) -> BundleModel:
         latent_hw=tuple(info.get("latent_hw", (16, 16))), block_frames=int(info["block_frames"]),
         fps=float(info["fps"]), timesteps=_sampler_timesteps(list(info["sampler"]["steps"]),
                                                              float(info["sampler"]["shift"])),
-        max_side=info.get("max_side"),
+        max_side=info.get("max_side"), cache_policy=info.get("cache_policy"),
     )
 
 
@@ -116,21 +134,45 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
     return {
         "format": "inferix-bundle/1",
         "name": cfg.name,
-        "codec": "identity",
-        "codec_patch": cfg.codec_patch,
+        "codec": cfg.codec.type,
+        "codec_patch": cfg.codec_patch if cfg.codec.type == "identity" else cfg.spatial_stride,
         "actions": {"vocabulary": list(cfg.actions.vocabulary), "map": dict(cfg.actions.map),
                     "default": cfg.actions.default},
         "block_frames": cfg.data.block_frames,
         "fps": cfg.fps,
         "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift},
+        "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels
-        "latent_hw": [max(2, 64 // cfg.codec_patch)] * 2,
+        "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,
         "max_side": cfg.model.get("max_side"),
     }
 
 
-def bundle_from_config(cfg: TrainConfig, seed: int | None = None, device: str = "cpu") -> BundleModel:
-    """A bundle with a freshly initialised DiT (seeded) in the architecture of ``cfg``."""
+def codec_from_config(cfg: TrainConfig, device: str = "cpu") -> Any:
+    """The codec of ``cfg``: pixel patches, the trained codec of ``codec.init_from``, or a freshly
+    initialised (seeded) ``tiny_ae`` that the recipe's codec stage trains."""
+    from inferix.models.vae import IdentityCodec
+
+    c = cfg.codec
+    if c.type == "identity":
+        return IdentityCodec(patch=cfg.codec_patch)
+    from inferix.models.tiny_ae import TinyAECodec
+
+    if c.init_from:
+        codec = TinyAECodec.from_pretrained(c.init_from, device=device)
+        if codec.latent_channels != c.latent_channels or codec.spatial_stride != cfg.spatial_stride:
+            raise ValueError(f"codec.init_from {c.init_from!r} has {codec.latent_channels} channels / stride "
+                             f"{codec.spatial_stride}; the config asks for {c.latent_channels} / {cfg.spatial_stride}")
+        return codec
+    codec = TinyAECodec.build(c.latent_channels, c.channels, c.levels, seed=cfg.seed)
+    codec.ae.to(device)
+    return codec
+
+
+def bundle_from_config(cfg: TrainConfig, seed: int | None = None, device: str = "cpu",
+                       codec: Any = None) -> BundleModel:
+    """A bundle with a freshly initialised DiT (seeded) in the architecture of ``cfg`` (and ``codec``,
+    default :func:`codec_from_config`)."""
     import torch
 
     from inferix.models.causal_wan import CausalWanModel
@@ -142,14 +184,20 @@ def bundle_from_config(cfg: TrainConfig, seed: int | None = None, device: str = 
         # scratch needs distinct action embeddings from step 0 so their gradients differ.
         assert model.action_embedder is not None  # wan_config() always sets num_actions
         torch.nn.init.normal_(model.action_embedder.table.weight, std=0.02)
-    return _assemble(cfg.name, model.to(device), bundle_info(cfg))
+    codec = codec if codec is not None else codec_from_config(cfg, device)
+    return _assemble(cfg.name, model.to(device), bundle_info(cfg), codec)
 
 
-def write_bundle(model: torch.nn.Module, cfg: TrainConfig, out: str | Path) -> Path:
-    """Export ``model`` (the DiT) + ``bundle.json`` into ``out`` (safetensors; see the module docstring)."""
+def write_bundle(model: torch.nn.Module, cfg: TrainConfig, out: str | Path, codec: Any = None) -> Path:
+    """Export ``model`` (the DiT) + ``bundle.json`` (+ the learned ``codec``) into ``out`` (safetensors;
+    see the module docstring)."""
     from inferix.models.loading import save_pretrained
 
     path = save_pretrained(model, out)  # type: ignore[arg-type]
+    if cfg.codec.type == "tiny_ae":
+        if codec is None:
+            raise ValueError("a tiny_ae bundle needs its trained codec")
+        codec.save_pretrained(path / CODEC_DIR)
     (path / BUNDLE_FILE).write_text(json.dumps(bundle_info(cfg), indent=2))
     return path
 
@@ -179,7 +227,8 @@ def random_bundle(path: str | Path, seed: int = 0, device: str = "cpu", name: st
         model = CausalWanModel(WanConfig.from_json(p / "config.json"))
         if model.action_embedder is not None and model.action_embedder.num_actions is not None:
             torch.nn.init.normal_(model.action_embedder.table.weight, std=0.02)
-    return _assemble(name or f"{info.get('name', p.name)}-random", model.to(device).eval(), info)
+    return _assemble(name or f"{info.get('name', p.name)}-random", model.to(device).eval(), info,
+                     _codec(info, p, device))
 
 
 def load_bundle(path: str | Path, device: str = "cpu", name: str | None = None) -> BundleModel:
@@ -197,4 +246,4 @@ def load_bundle(path: str | Path, device: str = "cpu", name: str | None = None) 
                                 "(export one with `inferix train --config FILE`)")
     info = json.loads(info_path.read_text())
     model = build_model(str(p), device=device)
-    return _assemble(name or info.get("name", p.name), model, info)
+    return _assemble(name or info.get("name", p.name), model, info, _codec(info, p, device))

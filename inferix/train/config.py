@@ -12,6 +12,8 @@ Sections::
     actions: vocabulary (the model's action names), map (scenario action name -> vocabulary name),
              default (for chunks without an action)
     sampler: steps (on the [0, 1000] scale) + shift: the few-step list generation uses
+    codec:   type identity (pixel patches of model.codec_patch) or tiny_ae (a learned 8x
+             autoencoder, trained first as stage 0; see CodecConfig)
     init_from: optional exported bundle to start from (staged training, e.g. 32 px then 64 px)
     train:   steps, batch_size, lr, warmup, weight_decay, grad_clip, ema, timestep_shift,
              teacher_forcing, log_every, ckpt_every, eval_every, eval_videos, threads
@@ -29,7 +31,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ActionsConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig", "load_config"]
+__all__ = ["ActionsConfig", "CodecConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig", "load_config"]
 
 
 @dataclass
@@ -70,10 +72,50 @@ class ActionsConfig:
 
 @dataclass
 class SamplerConfig:
-    """The few-step sampler shipped with the model (``inferix.schedulers.timesteps(steps, shift)``)."""
+    """The few-step sampler shipped with the model (``inferix.schedulers.timesteps(steps, shift)``) and
+    the KV policy it serves with by default (``cache_policy``, e.g. ``rolling:3`` = the context
+    length seen in training; ``None`` = the engine default)."""
 
     steps: list[float] = field(default_factory=lambda: [1000.0, 750.0, 500.0, 250.0])
     shift: float = 3.0
+    cache_policy: str | None = None
+
+
+@dataclass
+class CodecConfig:
+    """The latent codec (``inferix.models.tiny_ae``) and its training stage.
+
+    Attributes:
+        type: ``identity`` (pixel patches of ``model.codec_patch``; nothing to train) or
+            ``tiny_ae`` (diffusers ``AutoencoderTiny`` per frame, trained before the DiT).
+        latent_channels: latent channels (the DiT's in/out channels).
+        channels: conv width of every level.
+        levels: resolution levels (``2 ** (levels - 1)`` = spatial stride).
+        steps: optimiser steps of the codec stage.
+        batch_size: frames per step.
+        crop: square random crop side (pixels, a multiple of the stride; whole frames when smaller).
+        lr: AdamW learning rate.
+        motion_weight: per-pixel loss weight ``1 + motion_weight * |x - median frame of its video|``:
+            sprites and moving objects (what the tracks measure) count more than the static background.
+        edge_weight: extra weight ``edge_weight * |x - 3x3 box blur of x|`` on local contrast, so small
+            static sprites (a paddle at rest is part of the median frame) are kept too.
+        latent_noise: std of Gaussian noise added to latents (in units of their running std) before
+            decoding, so the decoder tolerates the small errors of generated latents.
+        init_from: a trained codec folder to use instead of training one (e.g. to retrain the DiT only).
+    """
+
+    type: str = "identity"
+    latent_channels: int = 16
+    channels: int = 32
+    levels: int = 4
+    steps: int = 1500
+    batch_size: int = 16
+    crop: int = 64
+    lr: float = 1e-3
+    motion_weight: float = 10.0
+    edge_weight: float = 0.0
+    latent_noise: float = 0.1
+    init_from: str | None = None
 
 
 @dataclass
@@ -140,6 +182,7 @@ class TrainConfig:
     model: dict[str, Any] = field(default_factory=dict)
     actions: ActionsConfig = field(default_factory=ActionsConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    codec: CodecConfig = field(default_factory=CodecConfig)
     train: OptimConfig = field(default_factory=OptimConfig)
     init_from: str | None = None  # start from these weights (an exported bundle folder), e.g. a lower-resolution stage
     source: str | None = None  # the YAML file it was read from
@@ -148,12 +191,22 @@ class TrainConfig:
     def codec_patch(self) -> int:
         return int(self.model.get("codec_patch", 8))
 
+    @property
+    def latent_channels(self) -> int:
+        """Channels of the codec's latents (the DiT's in/out channels)."""
+        return self.codec.latent_channels if self.codec.type == "tiny_ae" else 3 * self.codec_patch**2
+
+    @property
+    def spatial_stride(self) -> int:
+        """Pixels per latent cell."""
+        return 2 ** (self.codec.levels - 1) if self.codec.type == "tiny_ae" else self.codec_patch
+
     def wan_config(self) -> Any:
         """The DiT's :class:`~inferix.models.configs.WanConfig` (channels follow the codec, actions the vocabulary)."""
         from inferix.models.configs import WanConfig
 
         kw = {k: v for k, v in self.model.items() if k not in ("codec_patch", "max_side")}
-        ch = 3 * self.codec_patch**2
+        ch = self.latent_channels
         return WanConfig(**kw, in_channels=ch, out_channels=ch, num_actions=len(self.actions.vocabulary))
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,6 +245,7 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
         model=dict(raw.get("model") or {}),
         actions=_section(ActionsConfig, raw.get("actions"), "actions"),
         sampler=_section(SamplerConfig, raw.get("sampler"), "sampler"),
+        codec=_section(CodecConfig, raw.get("codec"), "codec"),
         train=_section(OptimConfig, raw.get("train"), "train"),
     )
     if base is not None:
@@ -199,6 +253,12 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
         cfg.data.roots = [r if Path(r).is_absolute() else str((base / r).resolve()) for r in cfg.data.roots]
         if cfg.init_from and not Path(cfg.init_from).is_absolute():
             cfg.init_from = str((base / cfg.init_from).resolve())
+        if cfg.codec.init_from and not Path(cfg.codec.init_from).is_absolute():
+            cfg.codec.init_from = str((base / cfg.codec.init_from).resolve())
+    if cfg.codec.type not in ("identity", "tiny_ae"):
+        raise ValueError(f"codec.type must be 'identity' or 'tiny_ae', got {cfg.codec.type!r}")
+    if cfg.codec.type == "tiny_ae" and cfg.codec.crop % cfg.spatial_stride:
+        raise ValueError(f"codec.crop {cfg.codec.crop} must be a multiple of the codec stride {cfg.spatial_stride}")
     acts = cfg.actions
     if acts.default not in acts.vocabulary:
         raise ValueError(f"actions.default {acts.default!r} is not in actions.vocabulary {acts.vocabulary}")

@@ -86,6 +86,9 @@ class VideoRecord:
         frames: ``uint8 [T, H, W, 3]`` at the model grid.
         action_ids: ``int64 [T]`` model action id of the chunk holding each frame.
         captions: caption of the chunk holding each frame.
+        latents: ``float32 [T, C, h, w]`` codec latents of ``frames`` once
+            :meth:`ClipDataset.encode_latents` ran (a learned codec is frozen while the DiT trains,
+            so every frame is encoded once instead of every step).
     """
 
     case_id: str
@@ -93,6 +96,7 @@ class VideoRecord:
     frames: np.ndarray
     action_ids: np.ndarray
     captions: list[str]
+    latents: np.ndarray | None = None
 
     @property
     def hw(self) -> tuple[int, int]:
@@ -104,18 +108,21 @@ class Clip:
     """A batch of clips (see the module docstring).
 
     Attributes:
-        pixels: ``float32 [B, 3, F, H, W]`` in [-1, 1], F = 1 + blocks * block_frames.
+        pixels: ``float32 [B, 3, F, H, W]`` in [-1, 1], F = 1 + blocks * block_frames (``None``
+            when the clip comes from cached latents).
         actions: ``int64 [B, F]`` model action ids per frame.
         captions: one caption per row.
         case_ids: source case per row.
         starts: first frame of each clip in its video.
+        latents: ``float32 [B, C, F, h, w]`` cached codec latents (see :meth:`ClipDataset.encode_latents`).
     """
 
-    pixels: torch.Tensor
+    pixels: torch.Tensor | None
     actions: torch.Tensor
     captions: list[str]
     case_ids: list[str]
     starts: list[int]
+    latents: torch.Tensor | None = None
 
 
 class ClipDataset:
@@ -194,6 +201,18 @@ class ClipDataset:
             caps[s:e] = [str(ch.get("caption") or case.get("prompt", ""))] * max(0, e - s)
         return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps)
 
+    def encode_latents(self, codec: Any, batch: int = 32, progress: bool = False) -> None:
+        """Encode every frame once with the (frozen) ``codec``; later batches are cut from the cache."""
+        import torch
+        from tqdm import tqdm
+
+        for v in tqdm(self.videos, disable=not progress, desc="encode", unit="video"):
+            out = []
+            for i in range(0, len(v.frames), batch):
+                x = torch.from_numpy(v.frames[i : i + batch]).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
+                out.append(codec.encode(x)[0].permute(1, 0, 2, 3).float().cpu().numpy())  # [t, C, h, w]
+            v.latents = np.concatenate(out)
+
     # ------------------------------------------------------------------ sampling
     def _weight(self, i: int) -> float:
         """Sampling weight of video ``i``: its scenario's weight times its length (so frames count evenly)."""
@@ -223,10 +242,14 @@ class ClipDataset:
                 a[lo : lo + bf] = a[lo]
             a[0] = a[1]
             drop = float(torch.rand((), generator=generator)) < self.data.caption_dropout
-            pix.append(torch.from_numpy(np.ascontiguousarray(clip)))
+            pix.append(torch.from_numpy(np.ascontiguousarray(clip if v.latents is None
+                                                              else v.latents[s : s + self.clip_frames])))
             acts.append(torch.from_numpy(a))
             caps.append("" if drop else v.captions[s + 1])
             ids.append(v.case_id)
             starts.append(s)
+        if self.videos[idx[rows[0]]].latents is not None:
+            z = torch.stack(pix).permute(0, 2, 1, 3, 4).contiguous()  # [B, C, F, h, w]
+            return Clip(None, torch.stack(acts), caps, ids, starts, latents=z)
         x = torch.stack(pix).permute(0, 4, 1, 2, 3).float() / 127.5 - 1.0  # [B, 3, F, H, W]
         return Clip(x, torch.stack(acts), caps, ids, starts)

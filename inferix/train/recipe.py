@@ -18,6 +18,11 @@ recompute mode uses), the codec, the text embedding and, in the eval hook, the g
 (``inferix.pipeline.generate_blocks`` with the KV cache and the few-step sampler) are the
 engine's own — training and serving share every line of model code.
 
+With ``codec.type: tiny_ae`` a stage 0 comes first (:mod:`inferix.train.codec`): the learned
+codec is trained on the same frames and saved to ``OUT/codec/`` (a resumed run, or
+``codec.init_from``, reuses it), then every frame is encoded once and the DiT trains on the
+cached latents.
+
 Checkpoints (``OUT/checkpoints/step_NNNNNN/``, all safetensors + JSON)::
 
     model.safetensors       training weights
@@ -41,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inferix.models.tiny_ae import is_tiny_ae
 from inferix.train.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -90,7 +96,7 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
 
     model = lm.model
     device = model.device
-    x0 = lm.codec.encode(clip.pixels).to(device)  # [B, C, F, h, w]
+    x0 = (clip.latents if clip.latents is not None else lm.codec.encode(clip.pixels)).to(device)  # [B, C, F, h, w]
     b, _, f, h, w = x0.shape
     blocks = (f - 1) // block_frames
     sig_b = sample_block_sigmas(b, blocks, shift, teacher_forcing, generator)  # [B, K]
@@ -136,12 +142,12 @@ class Trainer:
         device: ``cpu`` or ``cuda``.
     """
 
-    def __init__(self, cfg: TrainConfig, device: str = "cpu") -> None:
+    def __init__(self, cfg: TrainConfig, device: str = "cpu", progress: bool = False) -> None:
         import copy
 
         import torch
 
-        from inferix.train.bundle import bundle_from_config
+        from inferix.train.bundle import bundle_from_config, codec_from_config
         from inferix.train.data import ClipDataset
 
         if cfg.train.threads > 0:
@@ -149,7 +155,13 @@ class Trainer:
         self.cfg = cfg
         self.device = device
         self.out = Path(cfg.out_dir)
-        self.lm = bundle_from_config(cfg, device=device)
+        codec = None
+        if cfg.codec.type == "tiny_ae" and not cfg.codec.init_from and is_tiny_ae(Path(cfg.out_dir) / "codec"):
+            from inferix.models.tiny_ae import TinyAECodec
+
+            codec = TinyAECodec.from_pretrained(Path(cfg.out_dir) / "codec", device=device)  # stage 0 done
+        self.lm = bundle_from_config(cfg, device=device, codec=codec if codec is not None else
+                                     codec_from_config(cfg, device))
         if cfg.init_from:
             from safetensors.torch import load_file
 
@@ -160,6 +172,16 @@ class Trainer:
         self.lm.model.train()
         self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
         self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw: self.lm.pixel_hw(self.lm.latent_hw_for(hw)))
+        self.codec_info: dict[str, Any] | None = None
+        if cfg.codec.type == "tiny_ae":
+            if codec is None and not cfg.codec.init_from:
+                from inferix.train.codec import train_codec
+
+                logger.info("stage 0: training the codec (%d steps)", cfg.codec.steps)
+                self.codec_info = train_codec(self.lm.codec, self.data, cfg.codec, self.out, seed=cfg.seed,
+                                              progress=progress)
+            self.lm.codec.ae.requires_grad_(False)
+            self.data.encode_latents(self.lm.codec, progress=progress)
         self.opt = torch.optim.AdamW(self.lm.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
                                      betas=(0.9, 0.99))
         self.gen = torch.Generator().manual_seed(cfg.seed)
@@ -328,7 +350,7 @@ class Trainer:
         """Write the EMA weights as a bundle (default ``OUT/model``)."""
         from inferix.train.bundle import write_bundle
 
-        path = write_bundle(self.ema, self.cfg, out or self.out / "model")
+        path = write_bundle(self.ema, self.cfg, out or self.out / "model", codec=self.lm.codec)
         meta = {"step": self.state.step, "wall_s": round(self.state.wall_s, 1),
                 "final_loss": (sum(self.state.losses[-50:]) / max(1, len(self.state.losses[-50:])))
                 if self.state.losses else None, "config": self.cfg.source}
@@ -345,12 +367,17 @@ def export_checkpoint(cfg: TrainConfig, checkpoint: str | Path, out: str | Path)
     from inferix.models.causal_wan import CausalWanModel
     from inferix.train.bundle import write_bundle
 
+    codec = None
+    if cfg.codec.type == "tiny_ae":
+        from inferix.models.tiny_ae import TinyAECodec
+
+        codec = TinyAECodec.from_pretrained(cfg.codec.init_from or Path(cfg.out_dir) / "codec")
     ckpt = Path(checkpoint)
     with torch.device("meta"):
         model = CausalWanModel(cfg.wan_config())
     model = model.to_empty(device="cpu")
     model.load_state_dict(load_file(str(ckpt / "ema.safetensors")))
-    path = write_bundle(model, cfg, out)
+    path = write_bundle(model, cfg, out, codec=codec)
     meta = json.loads((ckpt / "state.json").read_text())
     losses = meta.get("losses") or []
     (path / "training.json").write_text(json.dumps({
@@ -382,7 +409,7 @@ def train(cfg: TrainConfig, *, resume: bool = False, steps: int | None = None, d
     """
     from tqdm import tqdm
 
-    trainer = Trainer(cfg, device=device)
+    trainer = Trainer(cfg, device=device, progress=progress)
     if resume:
         trainer.load_checkpoint()
     total = cfg.train.steps if steps is None else steps

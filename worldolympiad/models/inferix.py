@@ -63,7 +63,8 @@ class InferixModel(WorldModel):
         from worldolympiad.evaluator import resolve_device
 
         self.device = resolve_device(str(options.pop("device", "cpu") or "cpu"))
-        self.policy = str(options.pop("policy", "rolling:9"))
+        policy = options.pop("policy", None)
+        self.policy = str(policy) if policy not in (None, "") else None  # None: the model's own (see LoadedModel.policy)
         steps = options.pop("steps", None)
         self.steps = int(steps) if steps not in (None, "") else None
         self.unknown_action = str(options.pop("unknown_action", "error"))
@@ -94,7 +95,7 @@ class InferixModel(WorldModel):
         lm = self.loaded
         ts = lm.timesteps[: self.steps] if self.steps else lm.timesteps
         cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(ts),
-                           policy=CachePolicy.parse(self.policy), max_sessions=1, max_batch=1,
+                           policy=CachePolicy.parse(lm.policy(self.policy)), max_sessions=1, max_batch=1,
                            max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
