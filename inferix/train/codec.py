@@ -14,7 +14,10 @@ pixels, and a plain L1 is already low when they are blurred away (measured: an u
 8x codec trained 1,500 steps erased every Atari paddle, so the downsampled-reference ceiling of
 gaming direction accuracy fell from 0.99 to 0.25). Afterwards the per-channel
 latent mean and std are measured on up to 2,048 whole frames and stored with the codec, so the
-DiT sees unit-scale latents. Output: ``OUT/codec/`` (``TinyAECodec.save_pretrained``) and
+DiT sees unit-scale latents. Then ``decoder_steps`` more steps train the decoder alone (the
+encoder frozen, so the latents — and everything the DiT learns on them — do not change; the
+decoder fine-tune of Stable Diffusion's ``sd-vae-ft-mse`` is the same idea): small saturated
+sprites (a 2-pixel green paddle) get their colour back late in training. Output: ``OUT/codec/`` (``TinyAECodec.save_pretrained``) and
 ``OUT/codec_log.jsonl``. The stage is short (minutes on a CPU); an interrupted one restarts.
 """
 
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["codec_batch", "codec_loss", "latent_stats", "train_codec"]
+__all__ = ["codec_batch", "codec_loss", "finetune_decoder", "latent_stats", "train_codec"]
 
 
 def _medians(data: ClipDataset) -> list[np.ndarray]:
@@ -73,12 +76,17 @@ def codec_batch(data: ClipDataset, medians: list[np.ndarray], batch_size: int, c
 
 
 def codec_loss(codec: TinyAECodec, x: torch.Tensor, diff: torch.Tensor, motion_weight: float,
-               latent_noise: float, generator: torch.Generator, edge_weight: float = 0.0) -> torch.Tensor:
+               latent_noise: float, generator: torch.Generator, edge_weight: float = 0.0,
+               freeze_encoder: bool = False) -> torch.Tensor:
     """Weighted L1 reconstruction loss of one batch (see the module docstring)."""
     import torch
     import torch.nn.functional as F
 
-    z = codec.encode_raw(x)
+    if freeze_encoder:
+        with torch.no_grad():
+            z = codec.encode_raw(x)
+    else:
+        z = codec.encode_raw(x)
     if latent_noise > 0:
         std = z.detach().std(dim=(0, 2, 3), keepdim=True)
         z = z + latent_noise * std * torch.randn(z.shape, generator=generator)
@@ -151,13 +159,55 @@ def train_codec(codec: TinyAECodec, data: ClipDataset, cfg: CodecConfig, out: Pa
     mean, std = latent_stats(codec, data)
     codec.mean = torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)
     codec.std = torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1)
+    if cfg.decoder_steps:
+        finetune_decoder(codec, data, cfg, out, cfg.decoder_steps, seed=seed, progress=progress, medians=medians)
+        wall = time.perf_counter() - t0
     psnr = reconstruction_psnr(codec, data)
     codec.save_pretrained(out / "codec")
-    info = {"steps": cfg.steps, "wall_s": round(wall, 1), "final_loss": float(np.mean(losses[-50:])) if losses else None,
+    info = {"steps": cfg.steps, "decoder_steps": cfg.decoder_steps, "wall_s": round(wall, 1), "final_loss": float(np.mean(losses[-50:])) if losses else None,
             "psnr_db": round(psnr, 2)}
     (out / "codec" / "training.json").write_text(json.dumps(info, indent=1))
     logger.info("codec: %s", info)
     return info
+
+
+def finetune_decoder(codec: TinyAECodec, data: ClipDataset, cfg: CodecConfig, out: Path, steps: int, seed: int = 0,
+                     progress: bool = True, medians: list[np.ndarray] | None = None) -> list[float]:
+    """Train the decoder alone for ``steps`` (encoder frozen: the latent space stays exactly as it is).
+
+    Returns:
+        the losses (also appended to ``out/codec_log.jsonl`` with ``"stage": "decoder"``).
+    """
+    import torch
+    from tqdm import tqdm
+
+    gen = torch.Generator().manual_seed(seed + 2)
+    medians = medians if medians is not None else _medians(data)
+    ae = codec.ae
+    ae.encoder.eval().requires_grad_(False)
+    ae.decoder.train().requires_grad_(True)
+    opt = torch.optim.AdamW(ae.decoder.parameters(), lr=cfg.lr * 0.5, weight_decay=0.0, betas=(0.9, 0.99))
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "codec_log.jsonl").open("a") as log:
+        for step in tqdm(range(1, steps + 1), disable=not progress, desc="decoder", unit="step"):
+            for g in opt.param_groups:
+                g["lr"] = cfg.lr * 0.5 * (0.55 + 0.45 * np.cos(np.pi * step / steps))
+            x, d = codec_batch(data, medians, cfg.batch_size, cfg.crop, codec.spatial_stride, gen)
+            loss = codec_loss(codec, x.to(codec.device), d.to(codec.device), cfg.motion_weight, cfg.latent_noise, gen,
+                              edge_weight=cfg.edge_weight, freeze_encoder=True)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(ae.decoder.parameters(), 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+            if step == 1 or step % 50 == 0 or step == steps:
+                log.write(json.dumps({"stage": "decoder", "step": step, "loss": float(np.mean(losses[-50:])),
+                                      "wall_s": round(time.perf_counter() - t0, 1)}) + "\n")
+                log.flush()
+    ae.eval().requires_grad_(False)
+    return losses
 
 
 def reconstruction_psnr(codec: TinyAECodec, data: ClipDataset, frames: int = 256) -> float:

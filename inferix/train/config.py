@@ -101,6 +101,8 @@ class CodecConfig:
             static sprites (a paddle at rest is part of the median frame) are kept too.
         latent_noise: std of Gaussian noise added to latents (in units of their running std) before
             decoding, so the decoder tolerates the small errors of generated latents.
+        decoder_steps: steps that then train the decoder alone (encoder frozen: the latents the DiT
+            learns on do not change), for fine detail and colour.
         init_from: a trained codec folder to use instead of training one (e.g. to retrain the DiT only).
     """
 
@@ -115,6 +117,7 @@ class CodecConfig:
     motion_weight: float = 10.0
     edge_weight: float = 0.0
     latent_noise: float = 0.1
+    decoder_steps: int = 0
     init_from: str | None = None
 
 

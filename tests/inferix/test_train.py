@@ -335,3 +335,22 @@ def test_tiny_ae_recipe_trains_on_cached_latents_and_exports_the_codec(toy_root:
     assert again.codec_info is None
     torch.testing.assert_close(again.lm.codec.encode_raw(torch.zeros(1, 3, 8, 8)),
                                tr.lm.codec.encode_raw(torch.zeros(1, 3, 8, 8)))
+
+
+def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: Path, tmp_path: Path) -> None:
+    """Decoder-only steps: the encoder (so the DiT's training latents) is bit-identical, the loss falls."""
+    from inferix.models.tiny_ae import TinyAECodec
+    from inferix.train.codec import finetune_decoder
+    from inferix.train.data import ClipDataset
+
+    cfg = ae_config(tmp_path, toy_root)
+    codec = TinyAECodec.build(4, 8, 3, seed=0)
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    x = torch.from_numpy(data.videos[0].frames[:4]).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
+    z = codec.encode(x)
+    dec_before = codec.decode(z)
+    losses = finetune_decoder(codec, data, cfg.codec, tmp_path / "out", steps=80, progress=False)
+    torch.testing.assert_close(codec.encode(x), z, rtol=0, atol=0)
+    assert not torch.equal(codec.decode(z), dec_before)
+    assert np.mean(losses[-10:]) < 0.7 * np.mean(losses[:10]), losses
+    assert all(not p.requires_grad for p in codec.ae.parameters())  # frozen again for serving
