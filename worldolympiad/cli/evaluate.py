@@ -3,26 +3,46 @@
 Usage errors (bad flag values, unknown suite or track) print one line and exit 2. A run
 that completes exits 0 even when some rows failed (they are listed at the end); pass
 ``--strict`` to exit 1 in that case.
+
+With ``--baselines`` (the default when ``--model`` is not given) the same command then
+scores every model of :data:`worldolympiad.models.baselines.LEADERBOARD_BASELINES` that is
+not the main model, each into its own resumable run directory, imports this invocation's
+runs into ``<out>/leaderboard/leaderboard.sqlite`` (through the ``leaderboard`` package,
+looked up lazily, DESIGN.md §2), prints the leaderboard and writes
+``<out>/leaderboard/leaderboard.html`` and ``leaderboard.csv``. A baseline that cannot be
+run is reported and the others still run; under ``--strict`` it makes the exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from worldolympiad.types import TRACKS as ALL_TRACKS
+
+if TYPE_CHECKING:
+    from worldolympiad.evaluator import EvalConfig, RunOutcome
+    from worldolympiad.types import RunSpec
 
 # The model run when none is given: the world model shipped inside Inferix
 # (inferix/weights/reference_world, trained by `inferix train`; see its MODEL_CARD.md).
 DEFAULT_MODEL = "inferix:reference-world"
 DEFAULT_SUITE = "smoke"
+# Where the leaderboard of a --baselines run goes, under --out.
+LEADERBOARD_DIR = "leaderboard"
 
 EPILOG = """\
 examples:
-  evaluate-model                                            # default model on the smoke suite, all tracks
+  evaluate-model                                            # default model + the 3 baselines on smoke, all tracks
+  evaluate-model --no-baselines                             # the default model only
+  evaluate-model --model reference --baselines --limit 1    # a model of yours and the baselines, one case
   evaluate-model --model videos:my_videos/ --suite smoke    # score pre-generated <case_id>.mp4 files
   evaluate-model --model videos:data/wo#mymodel --suite wo.json --tracks physics,interaction
   evaluate-model --model perturbed:teleport@0.5 --seeds 0,1,2 --workers 2
@@ -31,11 +51,26 @@ examples:
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
 timings.jsonl and summary.json; rerunning the same command resumes it.
+
+--baselines (on when --model is not given, off when it is) then scores the leaderboard baselines
+(repeat-first-frame, inferix:reference-world-random, inferix:reference-world, reference; the main
+model is not run twice) with the same flags, each into its own run directory, and prints a leaderboard
+of this invocation's runs, written to <out>/leaderboard/leaderboard.html (+ .csv, and .sqlite for
+`worldolympiad leaderboard --db <out>/leaderboard/leaderboard.sqlite serve`).
 """
 
 
 class UsageError(ValueError):
     """A bad command line; reported in one line with exit code 2."""
+
+
+class _ModelAction(argparse.Action):
+    """Stores ``--model`` and records that it was given (the default of ``--baselines`` depends on it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.model_given = True
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", default=DEFAULT_MODEL,
+    p.set_defaults(model_given=False)
+    p.add_argument("--model", default=DEFAULT_MODEL, action=_ModelAction,
                    help=f"model SPEC: videos:DIR[#PREFIX], reference, perturbed:NAME[@S], diffusers:PATH, "
                         f"inferix:NAME (default: {DEFAULT_MODEL})")
     p.add_argument("--suite", default=DEFAULT_SUITE, help=f"suite name or suite/case JSON file (default: {DEFAULT_SUITE})")
@@ -64,7 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
                    help="write RUN_DIR/report.html with the leaderboard package when it is installed (default: on)")
-    p.add_argument("--strict", action="store_true", help="exit 1 if any row failed")
+    p.add_argument("--baselines", action=argparse.BooleanOptionalAction, default=None,
+                   help="after the model, also score the leaderboard baselines (repeat-first-frame, "
+                        "inferix:reference-world-random, inferix:reference-world, reference) with the same flags "
+                        "and print/write a leaderboard of these runs to <out>/leaderboard/ "
+                        "(default: on when --model is not given, off when it is)")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any row failed (or a baseline could not run)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
 
@@ -86,48 +127,50 @@ def _parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``evaluate-model``; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    from worldolympiad.evaluator import (
-        EvalConfig,
-        EvaluationError,
-        evaluate,
-        format_errors,
-        format_results_table,
-        format_summary,
-        make_run_spec,
-        parse_options,
-    )
-    from worldolympiad.registries import TRACKS
+@dataclass
+class _Plan:
+    """The validated flags shared by every model one invocation runs."""
 
-    try:
-        tracks = _parse_list(args.tracks, "tracks")
-        unknown = [t for t in tracks if t not in TRACKS]
-        if unknown:
-            raise UsageError(f"unknown track(s) {', '.join(unknown)}; known: {', '.join(TRACKS.names())}")
-        seeds = _parse_seeds(args.seeds)
-        from worldolympiad.registries import JUDGES, parse_spec
+    tracks: list[str]
+    seeds: list[int]
+    options: dict[str, Any]
+    config: EvalConfig
 
-        judge_prefix, _ = parse_spec(args.judge)
-        if judge_prefix not in JUDGES:
-            raise UsageError(f"unknown judge {args.judge!r}; use none, hf:PATH or openai:BASE_URL#MODEL "
-                             f"(known: {', '.join(JUDGES.names())})")
-        if args.workers < 1:
-            raise UsageError(f"--workers must be >= 1, got {args.workers}")
-        if args.limit is not None and args.limit < 1:
-            raise UsageError(f"--limit must be >= 1, got {args.limit}")
-        options = parse_options(args.option)
-        spec = make_run_spec(args.model, args.suite, tracks, seeds, args.judge, options)
-        config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
-                            retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress)
-        outcome = evaluate(spec, config)
-    except (UsageError, EvaluationError, ValueError) as e:
-        print(f"evaluate-model: error: {e}", file=sys.stderr)
-        return 2
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Validate the flags once (raises UsageError / ValueError)."""
+    from worldolympiad.evaluator import EvalConfig, parse_options
+    from worldolympiad.registries import JUDGES, TRACKS, parse_spec
+
+    tracks = _parse_list(args.tracks, "tracks")
+    unknown = [t for t in tracks if t not in TRACKS]
+    if unknown:
+        raise UsageError(f"unknown track(s) {', '.join(unknown)}; known: {', '.join(TRACKS.names())}")
+    seeds = _parse_seeds(args.seeds)
+    judge_prefix, _ = parse_spec(args.judge)
+    if judge_prefix not in JUDGES:
+        raise UsageError(f"unknown judge {args.judge!r}; use none, hf:PATH or openai:BASE_URL#MODEL "
+                         f"(known: {', '.join(JUDGES.names())})")
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be >= 1, got {args.limit}")
+    options = parse_options(args.option)
+    config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
+                        retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress)
+    return _Plan(tracks=tracks, seeds=seeds, options=options, config=config)
+
+
+def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSpec, RunOutcome]:
+    """Evaluate one model with the invocation's flags, print its tables and write its report.
+
+    Raises:
+        EvaluationError, ValueError: the run could not start (see :func:`worldolympiad.evaluator.evaluate`).
+    """
+    from worldolympiad.evaluator import evaluate, format_errors, format_results_table, format_summary, make_run_spec
+
+    spec = make_run_spec(model, args.suite, plan.tracks, plan.seeds, args.judge, plan.options)
+    outcome = evaluate(spec, plan.config)
     print(format_results_table(outcome.rows, spec.tracks))
     print()
     print(format_summary(outcome.summary))
@@ -138,9 +181,115 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
     if args.report:
         _write_report(outcome.run_dir)
-    if args.strict and outcome.summary["errors"]:
+    return spec, outcome
+
+
+def _run_baselines(args: argparse.Namespace, plan: _Plan) -> tuple[list[tuple[RunSpec, RunOutcome]], list[str]]:
+    """Every leaderboard baseline other than the main model, one after another.
+
+    Returns the runs that completed and one line per baseline that raised (the others still run).
+    """
+    from worldolympiad.models.baselines import LEADERBOARD_BASELINES
+
+    todo = [(m, what) for m, what in LEADERBOARD_BASELINES.items() if m != args.model]
+    done: list[tuple[RunSpec, RunOutcome]] = []
+    failed: list[str] = []
+    for i, (model, what) in enumerate(todo, start=1):
+        print(f"\n=== baseline {i}/{len(todo)}: {model} ({what}) ===")
+        try:
+            done.append(_run_model(model, args, plan))
+        except Exception as e:  # noqa: BLE001 - one baseline must not stop the others
+            logging.getLogger(__name__).debug("baseline %s failed", model, exc_info=True)
+            line = f"{model}: {type(e).__name__}: {e}"
+            print(f"baseline {line} (skipped; the other baselines still run)", file=sys.stderr)
+            failed.append(line)
+    return done, failed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``evaluate-model``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    from worldolympiad.evaluator import EvaluationError
+
+    try:
+        plan = _plan(args)
+        runs = [_run_model(args.model, args, plan)]
+    except (UsageError, EvaluationError, ValueError) as e:
+        print(f"evaluate-model: error: {e}", file=sys.stderr)
+        return 2
+    failed: list[str] = []
+    if args.baselines if args.baselines is not None else not args.model_given:
+        done, failed = _run_baselines(args, plan)
+        runs += done
+        _write_leaderboard(runs, plan.config.out)
+        if failed:
+            print(f"\nbaselines that could not run ({len(failed)}): " + "; ".join(failed))
+    if args.strict and (failed or any(outcome.summary["errors"] for _, outcome in runs)):
         return 1
     return 0
+
+
+def _write_leaderboard(runs: Sequence[tuple[RunSpec, RunOutcome]], out: Path) -> Path | None:
+    """Import ``runs`` into ``<out>/leaderboard/leaderboard.sqlite``, print their leaderboard, write .html/.csv.
+
+    The ``leaderboard`` package is looked up lazily (DESIGN.md §2); when it is missing, or the
+    table cannot be built, one line says so and the run still succeeds (its scores are on disk).
+    Only this invocation's runs are shown; the store keeps every run imported there.
+    """
+    from worldolympiad.registry import import_target
+
+    try:
+        store_cls = import_target("leaderboard.store:Store")
+        leaderboard_table = import_target("leaderboard.aggregate:leaderboard_table")
+        load_schema = import_target("leaderboard.schema:load_schema")
+    except (ImportError, AttributeError) as e:
+        print(f"\nleaderboard: skipped (the leaderboard package is not available: {e})")
+        return None
+    lb_dir = Path(out) / LEADERBOARD_DIR
+    db = lb_dir / "leaderboard.sqlite"
+    try:
+        schema = load_schema()
+        ids = {spec.hash for spec, _ in runs}
+        with store_cls(db) as store:
+            for _, outcome in runs:
+                store.add_run(outcome.run_dir)
+            rows = store.rows()
+            metrics = store.metric_rows()
+        table = leaderboard_table(rows[rows["run"].isin(ids)], schema, metrics=metrics[metrics["run"].isin(ids)])
+        tracks = {t for spec, _ in runs for t in spec.tracks}
+        shown = ["Rank", "Model", *[s.column for t, s in schema.tracks.items() if t in tracks],
+                 *[c["column"] for c in schema.metric_columns if c["column"] in table and table[c["column"]].notna().any()],
+                 schema.overall_display, "Tracks"]
+        print(f"\nleaderboard ({len(table)} models, suite {runs[0][0].suite}):")
+        print(table[[c for c in shown if c in table]].to_string(index=False, na_rep="—") if len(table) else "(no rows)")
+        # The files keep every column (CI, coverage...) except those empty for all of these runs.
+        table = table[[c for c in table if not (table[c].isna() | (table[c] == "")).all()]]
+        lb_dir.mkdir(parents=True, exist_ok=True)
+        table.to_csv(lb_dir / "leaderboard.csv", index=False)
+        page = lb_dir / "leaderboard.html"
+        links = "".join(f"<li><a href='{_link(o.run_dir, lb_dir)}'>{html.escape(s.model)}</a> — "
+                        f"{html.escape(o.run_dir.name)}</li>" for s, o in runs)
+        page.write_text("<!doctype html><html><head><meta charset='utf-8'><title>WorldOlympiad leaderboard</title>"
+                        "<style>body{font-family:system-ui,sans-serif;margin:2em} table{border-collapse:collapse}"
+                        "td,th{border:1px solid #ccc;padding:4px 8px;font-size:14px}</style></head><body>"
+                        f"<h1>WorldOlympiad leaderboard — {html.escape(runs[0][0].suite)}</h1>"
+                        + table.to_html(index=False, na_rep="—") + f"<h2>Runs</h2><ul>{links}</ul></body></html>")
+    except Exception as e:  # noqa: BLE001 - the scores are on disk; the leaderboard must not fail the run
+        logging.getLogger(__name__).debug("leaderboard failed", exc_info=True)
+        print(f"\nleaderboard: not written ({type(e).__name__}: {e}); run `worldolympiad leaderboard --db {db} "
+              "add RUN_DIR...` then `build` to retry")
+        return None
+    print(f"leaderboard: {page}  (store {db}; browse: worldolympiad leaderboard --db {db} serve)")
+    return page
+
+
+def _link(run_dir: Path, start: Path) -> str:
+    """A relative link from ``start`` to the run's report.html (or to the run folder without one)."""
+    target = run_dir / "report.html" if (run_dir / "report.html").exists() else run_dir
+    return html.escape(os.path.relpath(target.resolve(), start.resolve()))
 
 
 def _write_report(run_dir: Path) -> None:
