@@ -318,6 +318,7 @@ def test_tiny_ae_recipe_trains_on_cached_latents_and_exports_the_codec(toy_root:
     from inferix.train.recipe import Trainer, train
 
     cfg = ae_config(tmp_path, toy_root, codec_steps=20, steps=3)
+    cfg.sampler.cache_policy = "rolling:3"
     tr = train(cfg, progress=False)
     assert tr.codec_info is not None and tr.codec_info["steps"] == 20  # stage 0 ran
     v = tr.data.videos[0]
@@ -330,6 +331,8 @@ def test_tiny_ae_recipe_trains_on_cached_latents_and_exports_the_codec(toy_root:
     torch.testing.assert_close(lm.codec.decode(torch.from_numpy(v.latents[:2]).permute(1, 0, 2, 3)[None]),
                                tr.lm.codec.decode(torch.from_numpy(v.latents[:2]).permute(1, 0, 2, 3)[None]))
     assert lm.pixel_hw(lm.latent_hw_for((SIZE, SIZE))) == (SIZE, SIZE)
+    # the bundle serves with the context length it was trained for, unless the caller says otherwise
+    assert lm.policy() == "rolling:3" and lm.policy("full") == "full"
     # a resumed run reuses OUT/codec instead of retraining it
     again = Trainer(ae_config(tmp_path, toy_root, codec_steps=20, steps=3))
     assert again.codec_info is None

@@ -82,3 +82,16 @@ def test_unknown_action_is_a_model_error_unless_mapped_to_default(model):
 def test_unknown_model_name_is_a_model_error():
     with pytest.raises(ModelError, match="tiny"):
         build_model("inferix:nosuch").generate(_case())
+
+
+def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(model, monkeypatch):
+    lm = model.loaded
+    monkeypatch.setattr(lm, "cache_policy", "rolling:3")
+    assert model._engine(lm.latent_hw, 8).config.policy.window == 3  # the model's own
+    assert lm.policy() == "rolling:3"
+    m2 = build_model("inferix:tiny", steps="1", policy="rolling:5")
+    monkeypatch.setattr(m2.loaded, "cache_policy", "rolling:3")
+    assert m2._engine(lm.latent_hw, 8).config.policy.window == 5  # an explicit option wins
+    m2.close()
+    monkeypatch.setattr(lm, "cache_policy", None)
+    assert model._engine(lm.latent_hw, 8).config.policy.window == 9  # nothing set: rolling:9
