@@ -52,22 +52,16 @@ def codec_batch(data: ClipDataset, medians: list[np.ndarray], batch_size: int, c
     """``(pixels [B, 3, c, c] in [-1, 1], weight base [B, 1, c, c] = |x - median| in [0, 1])``."""
     import torch
 
-    groups = sorted(data.groups)
-    gw = torch.tensor([sum(data._weight(i) for i in data.groups[g]) for g in groups], dtype=torch.float64)
-    g = groups[int(torch.multinomial(gw, 1, generator=generator))]
-    idx = data.groups[g]
-    vw = torch.tensor([data._weight(i) for i in idx], dtype=torch.float64)
-    rows = torch.multinomial(vw, batch_size, replacement=True, generator=generator).tolist()
-    h, w = g
+    (h, w), vids = data.draw_videos(batch_size, generator)
     ch, cw = (min(crop, h) // stride) * stride, (min(crop, w) // stride) * stride
     xs, ds = [], []
-    for r in rows:
-        v = data.videos[idx[r]]
+    for vi in vids:
+        v = data.videos[vi]
         t = int(torch.randint(0, len(v.frames), (1,), generator=generator))
         y0 = int(torch.randint(0, h - ch + 1, (1,), generator=generator))
         x0 = int(torch.randint(0, w - cw + 1, (1,), generator=generator))
         f = v.frames[t, y0 : y0 + ch, x0 : x0 + cw].astype(np.float32)
-        m = medians[idx[r]][y0 : y0 + ch, x0 : x0 + cw]
+        m = medians[vi][y0 : y0 + ch, x0 : x0 + cw]
         xs.append(torch.from_numpy(f / 127.5 - 1.0))
         ds.append(torch.from_numpy(np.abs(f - m).mean(-1, keepdims=True) / 255.0))
     x = torch.stack(xs).permute(0, 3, 1, 2).contiguous()

@@ -219,8 +219,9 @@ class ClipDataset:
         v = self.videos[i]
         return float(self.data.weights.get(v.scenario, 1.0)) * len(v.frames)
 
-    def sample(self, batch_size: int, generator: torch.Generator) -> Clip:
-        """A batch of clips from one grid group (all randomness from ``generator``)."""
+    def draw_videos(self, batch_size: int, generator: torch.Generator) -> tuple[tuple[int, int], list[int]]:
+        """``(grid, video indices)``: one grid group drawn by total weight, then ``batch_size`` of its
+        videos (with replacement) by :meth:`_weight`."""
         import torch
 
         groups = sorted(self.groups)
@@ -229,10 +230,17 @@ class ClipDataset:
         idx = self.groups[g]
         vw = torch.tensor([self._weight(i) for i in idx], dtype=torch.float64)
         rows = torch.multinomial(vw, batch_size, replacement=True, generator=generator).tolist()
+        return g, [idx[r] for r in rows]
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Clip:
+        """A batch of clips from one grid group (all randomness from ``generator``)."""
+        import torch
+
+        _, vids = self.draw_videos(batch_size, generator)
         pix, acts, caps, ids, starts = [], [], [], [], []
         bf = self.data.block_frames
-        for r in rows:
-            v = self.videos[idx[r]]
+        for vi in vids:
+            v = self.videos[vi]
             s = int(torch.randint(0, len(v.frames) - self.clip_frames + 1, (1,), generator=generator))
             clip = v.frames[s : s + self.clip_frames]
             a = v.action_ids[s : s + self.clip_frames].copy()
@@ -248,7 +256,7 @@ class ClipDataset:
             caps.append("" if drop else v.captions[s + 1])
             ids.append(v.case_id)
             starts.append(s)
-        if self.videos[idx[rows[0]]].latents is not None:
+        if self.videos[vids[0]].latents is not None:
             z = torch.stack(pix).permute(0, 2, 1, 3, 4).contiguous()  # [B, C, F, h, w]
             return Clip(None, torch.stack(acts), caps, ids, starts, latents=z)
         x = torch.stack(pix).permute(0, 4, 1, 2, 3).float() / 127.5 - 1.0  # [B, 3, F, H, W]

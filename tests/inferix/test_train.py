@@ -357,3 +357,23 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
     assert not torch.equal(codec.decode(z), dec_before)
     assert np.mean(losses[-10:]) < 0.7 * np.mean(losses[:10]), losses
     assert all(not p.requires_grad for p in codec.ae.parameters())  # frozen again for serving
+
+
+@pytest.mark.parametrize("name", ["reference_world", "reference_world_ae"])
+def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
+    """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
+    every stage runs and the DiT loss falls within a few steps. Only data, output folder, step
+    counts and the starting weights are changed; architecture, codec and objective are the config's."""
+    from inferix.train.config import load_config
+    from inferix.train.recipe import Trainer
+
+    cfg = load_config(Path(__file__).parents[2] / "inferix" / "train" / "configs" / f"{name}.yaml")
+    assert cfg.train.steps >= 1000  # the real recipe, not a toy
+    cfg.data.roots, cfg.out_dir, cfg.init_from = [str(toy_root)], str(tmp_path / "run"), None
+    cfg.codec.steps, cfg.codec.decoder_steps, cfg.train.threads = 30, 5, 1
+    cfg.train.motion_weight_from_step = cfg.train.context_noise_from_step = 0
+    tr = Trainer(cfg)
+    if cfg.codec.type == "tiny_ae":
+        assert tr.codec_info is not None and tr.codec_info["decoder_steps"] == 5
+    losses = [tr.train_step() for _ in range(30)]
+    assert np.mean(losses[-6:]) < 0.7 * np.mean(losses[:6]), losses
