@@ -3,7 +3,9 @@
 1. **Direction accuracy** (the interaction track's ``analyze_following``, with the reference video
    as the track uses it) on the rendered `gaming` suite, for ``inferix:reference-world``,
    ``inferix:reference-world-random``, ``repeat-first-frame`` and ``reference``; chunk-weighted
-   and per game.
+   and per game; plus two ceilings: the reference squeezed through the model's generation size
+   (``reference@Npx``) and, in addition, through its codec (``reference@codec``: what a perfect
+   DiT would score — for a learned codec this is the first number to check).
 2. **60 s generation** with ``reference-world`` through the engine (rolling KV window): FPS
    (decode included), KV bytes per block (flat = bounded memory), and peak RSS of a 60 s vs a
    5 s ``inferix generate`` run, each in a fresh process.
@@ -81,11 +83,47 @@ class _DownsampledReference:
                                    interpolation=cv2.INTER_LINEAR) for f in ref])
         return Video(frames=low, fps=case.fps, chunks=case.chunks)
 
+    def close(self) -> None:
+        pass
+
+
+class _CodecReference(_DownsampledReference):
+    """The reference resized to the model's grid, passed through its codec (encode -> decode) and
+    resized back: what the model would score with a perfect DiT (the codec's own ceiling)."""
+
+    def __init__(self, model: str) -> None:
+        from inferix.registry import load_model
+
+        self.lm = load_model(model)
+        self.name = "reference@codec"
+
+    def generate(self, case: Any, seed: int = 0) -> Any:
+        import cv2
+        import torch
+
+        from worldolympiad.types import Video
+        from worldolympiad.video.io import read_video
+
+        ref = read_video(case.resolve(case.reference)).frames
+        hh, ww = ref.shape[1:3]
+        h, w = self.lm.pixel_hw(self.lm.latent_hw_for((hh, ww)))
+        low = np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA) for f in ref])
+        x = torch.from_numpy(low).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
+        rec = ((self.lm.codec.decode(self.lm.codec.encode(x))[0].permute(1, 2, 3, 0) + 1) * 127.5).round()
+        rec = rec.clamp(0, 255).to(torch.uint8).numpy()
+        up = np.stack([cv2.resize(f, (ww, hh), interpolation=cv2.INTER_LINEAR) for f in rec])
+        return Video(frames=up, fps=case.fps, chunks=case.chunks)
+
+
+_CODEC_MODEL = "reference-world"  # the bundle whose codec `reference@codec` uses (main() sets --model-dir)
+
 
 def _model(spec: str) -> Any:
     from worldolympiad.models.base import build_model
     from worldolympiad.registry import UnknownNameError
 
+    if spec == "reference@codec":
+        return _CodecReference(_CODEC_MODEL)
     if spec.startswith("reference@") and spec.endswith("px"):
         return _DownsampledReference(int(spec[len("reference@"):-2]))
     try:
@@ -184,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite-dir", default="/tmp/rw/gaming", help="rendered gaming suite (rendered if missing)")
     ap.add_argument("--limit", type=int, default=None, help="cases (round-robin over games)")
     ap.add_argument("--model-dir", default=None, help="exported bundle to evaluate instead of the shipped weights")
-    ap.add_argument("--models", default="trained,random,repeat-first-frame,reference,ceiling",
-                    help="comma list; 'ceiling' = the reference squeezed through the model's generation size")
+    ap.add_argument("--models", default="trained,random,repeat-first-frame,reference,ceiling,codec_ceiling",
+                    help="comma list; 'ceiling' = the reference squeezed through the model's generation size; "
+                         "'codec_ceiling' = also through its codec (encode -> decode): the score of a perfect DiT")
     ap.add_argument("--skip-fps", action="store_true")
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
@@ -194,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     from inferix.registry import load_model
 
     side = load_model(args.model_dir or "reference-world").max_side or 0
-    names = {"trained": trained, "random": "inferix:reference-world-random", "ceiling": f"reference@{side}px"}
+    names = {"trained": trained, "random": "inferix:reference-world-random", "ceiling": f"reference@{side}px",
+             "codec_ceiling": "reference@codec"}
+    global _CODEC_MODEL
+    _CODEC_MODEL = args.model_dir or "reference-world"
     specs = [names.get(s, s) for s in args.models.split(",") if s]
     cases = _cases(Path(args.suite_dir), args.limit)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
