@@ -40,6 +40,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="KV policy: full | rolling:W | sink:S:W (latent frames of past context), "
                         "optionally @absolute|@reindex (default: the model's own, else rolling:9)")
     p.add_argument("--steps", type=int, default=None, help="use the first N denoising steps of the preset")
+    p.add_argument("--action-guidance", type=float, default=None,
+                   help="classifier-free guidance on the action (v_idle + g (v_action - v_idle)); 1 = off "
+                        "(default: the model's own, else 1)")
     p.add_argument("--height", type=int, default=None, help="output height in pixels (default: the model's)")
     p.add_argument("--width", type=int, default=None, help="output width in pixels")
     p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
@@ -65,6 +68,8 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
     ts = loaded.timesteps[: args.steps] if args.steps else loaded.timesteps
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=loaded.block_frames, timesteps=tuple(ts),
                        policy=CachePolicy.parse(loaded.policy(args.policy)), num_host_blocks=args.host_blocks,
+                       action_guidance=args.action_guidance if args.action_guidance is not None
+                       else (getattr(loaded, "action_guidance", None) or 1.0),
                        max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames, device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 

@@ -70,6 +70,10 @@ class EngineConfig:
         max_frames: latent frames per session the default ``full`` pool is sized for.
         device: torch device of the model and the KV pool.
         check_finite: fail a session whose latents become NaN/inf.
+        action_guidance: classifier-free guidance on the action: each denoising pass of an
+            action-conditioned model also runs with the default action (``action_encoder(None)``,
+            the model's "idle") and uses ``v_idle + g (v_action - v_idle)``; 1 = off. Only the
+            block being denoised is guided: committed context keeps the actions it was made with.
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -84,6 +88,7 @@ class EngineConfig:
     max_frames: int = 96
     device: str = "cpu"
     check_finite: bool = True
+    action_guidance: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
@@ -457,7 +462,22 @@ class Engine:
             action = torch.cat(actions).to(self.device)
         self.backend.prepare([RowSpec(r.session_id, r.commit) for r in rows])
         positions = self.backend.frame_positions(self.config.block_frames)
-        return self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action)
+        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action)
+        g = self.config.action_guidance
+        guided = [i for i, r in enumerate(rows) if not r.commit]
+        if action is None or g == 1.0 or not guided:
+            return v
+        # the same denoising rows again with the default action; read-only (no commit row), so the
+        # cache is untouched, then v_idle + g (v_action - v_idle)
+        sub = [rows[i] for i in guided]
+        idle = torch.cat([self._encode_action(None) for _ in sub]).to(self.device)
+        sub_ctx = CrossAttentionKV.cat([sess[i].context for i in guided]) if len(sub) > 1 else sess[guided[0]].context
+        self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
+        v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
+                            frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle)
+        v = v.clone()
+        v[guided] = v_idle + g * (v[guided] - v_idle)
+        return v
 
     def _execute(self, rows: Sequence[ScheduledRow]) -> dict[str, Any]:
         """Forward all rows at once; if that raises, each row alone so only the culprit fails."""

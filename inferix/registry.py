@@ -119,6 +119,8 @@ class LoadedModel:
         frames_per_latent: pixel frames per latent frame (the VAE's temporal stride; 1 for tiny).
         cache_policy: the KV policy the model was trained for (``None``: the caller's default,
             ``rolling:9``); an explicit ``--policy`` / ``model.policy`` option wins.
+        action_guidance: the classifier-free action guidance it was tuned with (``None`` = off;
+            see ``EngineConfig.action_guidance``).
     """
 
     name: str
@@ -132,6 +134,7 @@ class LoadedModel:
     fps: float = 16.0
     timesteps: tuple[float, ...] = field(default_factory=tuple)
     cache_policy: str | None = None
+    action_guidance: float | None = None
 
     DEFAULT_POLICY = "rolling:9"
 

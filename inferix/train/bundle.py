@@ -126,6 +126,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> Bundle
         fps=float(info["fps"]), timesteps=_sampler_timesteps(list(info["sampler"]["steps"]),
                                                              float(info["sampler"]["shift"])),
         max_side=info.get("max_side"), cache_policy=info.get("cache_policy"),
+        action_guidance=info["sampler"].get("action_guidance"),
     )
 
 
@@ -140,7 +141,8 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
                     "default": cfg.actions.default},
         "block_frames": cfg.data.block_frames,
         "fps": cfg.fps,
-        "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift},
+        "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift,
+                    "action_guidance": cfg.sampler.action_guidance},
         "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels
         "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,

@@ -232,3 +232,34 @@ def test_fork_shares_past_blocks_and_branches_exactly(tiny):
         torch.testing.assert_close(got.latents, ref_eng.pop_outputs(r)[-1].latents, atol=1e-5, rtol=0)
         assert got.action == act
     assert eng.kv.pools["device"].num_used == 0
+
+
+def _first_block(tiny, g, action="left", batch_with=None):
+    cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:1], policy=CachePolicy.parse("full"),
+                       max_batch=4, action_guidance=g)
+    eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+    sid = eng.add_session("a red ball", num_blocks=2, seed=5, action=action)
+    other = eng.add_session("a city", num_blocks=2, seed=6, action=batch_with) if batch_with else None
+    eng.run()
+    outs = eng.pop_outputs(sid)
+    return outs[0].latents, outs[1].latents, (eng.pop_outputs(other)[0].latents if other else None)
+
+
+def test_action_guidance_extrapolates_from_the_idle_action_and_leaves_the_cache_alone(tiny):
+    """One denoising step, so block latents are linear in the velocity: x0(g) = x - s (v_idle + g (v_a - v_idle)).
+    g = 1 is the unguided engine; g = 2 - g = 1 equals g = 1 - g = 0; a guided session batched with
+    another gives the same latents as alone (the extra idle pass only reads the cache)."""
+    assert EngineConfig().action_guidance == 1.0  # off by default
+    b0_1, _, _ = _first_block(tiny, 1.0)
+    b0_0, _, _ = _first_block(tiny, 0.0)
+    b0_2, b1_2, _ = _first_block(tiny, 2.0)
+    torch.testing.assert_close(b0_2 - b0_1, b0_1 - b0_0, atol=1e-4, rtol=0)
+    assert float((b0_2 - b0_1).abs().max()) > 1e-3  # the action does change the velocity
+    # the idle action itself is unaffected by guidance (v_action == v_idle)
+    idle0, _, _ = _first_block(tiny, 0.0, action=None)
+    idle3, _, _ = _first_block(tiny, 3.0, action=None)
+    torch.testing.assert_close(idle0, idle3, atol=1e-5, rtol=0)
+    # batched with another session (two rows per forward): same as alone, both blocks
+    g0, g1, _ = _first_block(tiny, 2.0, batch_with="jump")
+    torch.testing.assert_close(g0, b0_2, atol=1e-5, rtol=0)
+    torch.testing.assert_close(g1, b1_2, atol=1e-5, rtol=0)

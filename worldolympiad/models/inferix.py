@@ -26,6 +26,7 @@ What a case controls, and how:
   session's KV cache before the first block (image-to-video).
 
 Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...), ``steps``,
+``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own),
 ``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``.
 """
 
@@ -63,6 +64,9 @@ class InferixModel(WorldModel):
         from worldolympiad.evaluator import resolve_device
 
         self.device = resolve_device(str(options.pop("device", "cpu") or "cpu"))
+        guidance = options.pop("action_guidance", None)
+        # None: the model's own (bundle.json sampler.action_guidance), else off
+        self.action_guidance = float(guidance) if guidance not in (None, "") else None
         policy = options.pop("policy", None)
         self.policy = str(policy) if policy not in (None, "") else None  # None: the model's own (see LoadedModel.policy)
         steps = options.pop("steps", None)
@@ -96,6 +100,8 @@ class InferixModel(WorldModel):
         ts = lm.timesteps[: self.steps] if self.steps else lm.timesteps
         cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(ts),
                            policy=CachePolicy.parse(lm.policy(self.policy)), max_sessions=1, max_batch=1,
+                           action_guidance=self.action_guidance if self.action_guidance is not None
+                           else (getattr(lm, "action_guidance", None) or 1.0),
                            max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
