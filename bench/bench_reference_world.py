@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from worldolympiad.models.base import WorldModel
+
 
 def _cases(suite_dir: Path, limit: int | None) -> list[Any]:
     from worldolympiad.types import Case
@@ -61,7 +63,7 @@ def _game(case: Any) -> str:
     return str(case.metadata.get("game") or case.metadata.get("generator", "?")).split(".")[-1]
 
 
-class _DownsampledReference:
+class _DownsampledReference(WorldModel):
     """The reference seen through a ``side``-pixel bottleneck (down with the area filter, back up
     bilinearly): the best a model generating at that size can score once the bridge resizes it."""
 
@@ -82,9 +84,6 @@ class _DownsampledReference:
         low = np.stack([cv2.resize(cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA), (ww, hh),
                                    interpolation=cv2.INTER_LINEAR) for f in ref])
         return Video(frames=low, fps=case.fps, chunks=case.chunks)
-
-    def close(self) -> None:
-        pass
 
 
 class _CodecReference(_DownsampledReference):
@@ -115,15 +114,12 @@ class _CodecReference(_DownsampledReference):
         return Video(frames=up, fps=case.fps, chunks=case.chunks)
 
 
-_CODEC_MODEL = "reference-world"  # the bundle whose codec `reference@codec` uses (main() sets --model-dir)
-
-
 def _model(spec: str) -> Any:
     from worldolympiad.models.base import build_model
     from worldolympiad.registry import UnknownNameError
 
-    if spec == "reference@codec":
-        return _CodecReference(_CODEC_MODEL)
+    if spec.startswith("reference@codec:"):  # reference@codec:MODEL = through MODEL's grid and codec
+        return _CodecReference(spec[len("reference@codec:"):])
     if spec.startswith("reference@") and spec.endswith("px"):
         return _DownsampledReference(int(spec[len("reference@"):-2]))
     try:
@@ -234,9 +230,7 @@ def main(argv: list[str] | None = None) -> int:
 
     side = load_model(args.model_dir or "reference-world").max_side or 0
     names = {"trained": trained, "random": "inferix:reference-world-random", "ceiling": f"reference@{side}px",
-             "codec_ceiling": "reference@codec"}
-    global _CODEC_MODEL
-    _CODEC_MODEL = args.model_dir or "reference-world"
+             "codec_ceiling": f"reference@codec:{args.model_dir or 'reference-world'}"}
     specs = [names.get(s, s) for s in args.models.split(",") if s]
     cases = _cases(Path(args.suite_dir), args.limit)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)

@@ -68,8 +68,7 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
     ts = loaded.timesteps[: args.steps] if args.steps else loaded.timesteps
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=loaded.block_frames, timesteps=tuple(ts),
                        policy=CachePolicy.parse(loaded.policy(args.policy)), num_host_blocks=args.host_blocks,
-                       action_guidance=args.action_guidance if args.action_guidance is not None
-                       else (getattr(loaded, "action_guidance", None) or 1.0),
+                       action_guidance=loaded.guidance(args.action_guidance),
                        max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames, device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 

@@ -471,7 +471,7 @@ class Engine:
         # cache is untouched, then v_idle + g (v_action - v_idle)
         sub = [rows[i] for i in guided]
         idle = torch.cat([self._encode_action(None) for _ in sub]).to(self.device)
-        sub_ctx = CrossAttentionKV.cat([sess[i].context for i in guided]) if len(sub) > 1 else sess[guided[0]].context
+        sub_ctx = ctx if len(guided) == len(rows) else CrossAttentionKV.cat([sess[i].context for i in guided])
         self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
         v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
                             frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle)

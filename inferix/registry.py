@@ -142,6 +142,10 @@ class LoadedModel:
         """The KV policy to serve with: ``requested``, else the model's own, else ``rolling:9``."""
         return requested or self.cache_policy or self.DEFAULT_POLICY
 
+    def guidance(self, requested: float | None = None) -> float:
+        """The action guidance to serve with: ``requested``, else the model's own, else 1 (off)."""
+        return requested if requested is not None else (self.action_guidance or 1.0)
+
     @property
     def pixel_scale(self) -> int:
         """Pixels per latent cell (the codec's spatial stride)."""

@@ -155,4 +155,4 @@ class TinyAECodec:
     def stream_decoder(self) -> Any:
         from inferix.models.vae import _StatelessDecoder
 
-        return _StatelessDecoder(self)  # type: ignore[arg-type]
+        return _StatelessDecoder(self)

@@ -122,7 +122,9 @@ class IdentityCodec:
 
 
 class _StatelessDecoder:
-    def __init__(self, codec: IdentityCodec) -> None:
+    """Per-frame codecs (no temporal state): a block decodes on its own."""
+
+    def __init__(self, codec: Codec) -> None:
         self.codec = codec
 
     def decode(self, latents: torch.Tensor) -> torch.Tensor:

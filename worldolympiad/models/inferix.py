@@ -100,8 +100,7 @@ class InferixModel(WorldModel):
         ts = lm.timesteps[: self.steps] if self.steps else lm.timesteps
         cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(ts),
                            policy=CachePolicy.parse(lm.policy(self.policy)), max_sessions=1, max_batch=1,
-                           action_guidance=self.action_guidance if self.action_guidance is not None
-                           else (getattr(lm, "action_guidance", None) or 1.0),
+                           action_guidance=lm.guidance(self.action_guidance),
                            max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
