@@ -21,6 +21,10 @@ Per block of one session (few-step flow matching, Self-Forcing semantics, as
     model(x0, t=0, commit=True)                       # writes the block into the KV cache
     frames = decoder.decode(x0)                       # codec state carried across blocks
 
+A model conditioned on the previous frame (``WanConfig.conditions_on_previous_frame``) gets,
+in every pass of a block, the session's last committed latent frame as ``anchor`` (conditioning
+frames are their own anchor; zeros before any frame).
+
 Sessions are independent: each has its own seeded noise generator, so the frames of a
 session do not depend on which other sessions shared its forwards. A forward that raises
 is retried row by row; only the row that fails alone fails its session.
@@ -163,6 +167,7 @@ class Session:
     started: float = field(default_factory=time.perf_counter)
     first_frame_s: float | None = None
     prefix_frames: Any = None  # decoded conditioning frames, emitted with block 0
+    anchor: Any = None  # [1, C, 1, h, w] last clean latent frame (models conditioned on the previous frame)
 
     @property
     def id(self) -> str:
@@ -258,7 +263,7 @@ class Engine:
     def _prefill(self, s: Session, latents: torch.Tensor) -> None:
         import torch
 
-        c = self.model.config.in_channels
+        c = self.model.config.out_channels
         h, w = self.config.latent_hw
         if latents.ndim != 5 or latents.shape[0] != 1 or latents.shape[1] != c or tuple(latents.shape[3:]) != (h, w):
             raise ValueError(f"image_latents must be [1, {c}, F, {h}, {w}], got {tuple(latents.shape)}")
@@ -267,10 +272,15 @@ class Engine:
             raise RuntimeError(f"KV pool has no room for {f0} conditioning frames ({self.kv.usage()})")
         self.backend.prepare([RowSpec(s.id, commit=True)])
         positions = self.backend.frame_positions(f0)
-        self.model(latents.to(self.device, self.model.dtype), torch.zeros(1, device=self.device), s.context,
+        latents = latents.to(self.device, self.model.dtype)
+        # conditioning frames are their own anchor (the recipe trains its 1-frame prefix that way)
+        anchor = latents[:, :, :1] if self.model.config.conditions_on_previous_frame else None
+        self.model(latents, torch.zeros(1, device=self.device), s.context,
                    backend=self.backend, frame_positions=positions,
-                   action=None if s.action_tensor is None else s.action_tensor.to(self.device))
+                   action=None if s.action_tensor is None else s.action_tensor.to(self.device), anchor=anchor)
         self.kv.commit(s.id, f0)
+        if anchor is not None:
+            s.anchor = latents[:, :, -1:]
         from inferix.models.vae import to_uint8
 
         s.prefix_frames = to_uint8(s.decoder.decode(latents.to(self.device, self.model.dtype)))[0].cpu().numpy()
@@ -347,7 +357,7 @@ class Engine:
                 setattr(dec, k, copy.deepcopy(v))
         s = Session(slot, src.prompt, src.action, num_blocks if num_blocks is not None else src.num_blocks, src.seed,
                     gen, context=src.context, action_tensor=src.action_tensor, x=src.x.clone(), decoder=dec,
-                    blocks_done=src.blocks_done)
+                    blocks_done=src.blocks_done, anchor=src.anchor)
         self.sessions[nid] = s
         return nid
 
@@ -460,9 +470,10 @@ class Engine:
                 raise ValueError("an action-conditioned model needs an action for every session; "
                                  + ", ".join(s.id for s in sess if s.action_tensor is None) + " have none")
             action = torch.cat(actions).to(self.device)
+        anchor = torch.cat([self._anchor(s) for s in sess]) if self.model.config.conditions_on_previous_frame else None
         self.backend.prepare([RowSpec(r.session_id, r.commit) for r in rows])
         positions = self.backend.frame_positions(self.config.block_frames)
-        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action)
+        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action, anchor=anchor)
         g = self.config.action_guidance
         guided = [i for i, r in enumerate(rows) if not r.commit]
         if action is None or g == 1.0 or not guided:
@@ -474,10 +485,21 @@ class Engine:
         sub_ctx = ctx if len(guided) == len(rows) else CrossAttentionKV.cat([sess[i].context for i in guided])
         self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
         v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
-                            frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle)
+                            frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle,
+                            anchor=None if anchor is None else anchor[guided])
         v = v.clone()
         v[guided] = v_idle + g * (v[guided] - v_idle)
         return v
+
+    def _anchor(self, s: Session) -> torch.Tensor:
+        """The previous clean latent frame of ``s`` (zeros before its first frame: text-to-video)."""
+        import torch
+
+        if s.anchor is None:
+            h, w = self.config.latent_hw
+            s.anchor = torch.zeros((1, self.model.config.out_channels, 1, h, w), device=self.device,
+                                   dtype=self.model.dtype)
+        return s.anchor
 
     def _execute(self, rows: Sequence[ScheduledRow]) -> dict[str, Any]:
         """Forward all rows at once; if that raises, each row alone so only the culprit fails."""
@@ -518,6 +540,8 @@ class Engine:
         # the clean pass wrote this block's keys/values: make them visible, evict by policy
         s.timings["cache_update"] += seconds
         self.kv.commit(s.id, self.config.block_frames)
+        if s.anchor is not None:
+            s.anchor = s.x[:, :, -1:]
         t0 = time.perf_counter()
         from inferix.models.vae import to_uint8
 
@@ -551,7 +575,7 @@ class Engine:
 
         self._apply_pending(s)
         s.timings = {"denoise": 0.0, "cache_update": 0.0, "decode": 0.0}
-        c = self.model.config.in_channels
+        c = self.model.config.out_channels
         h, w = self.config.latent_hw
         # noise drawn on CPU from the session's own generator: independent of batching and device
         s.x = torch.randn((1, c, self.config.block_frames, h, w), generator=s.generator).to(

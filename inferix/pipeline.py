@@ -149,7 +149,7 @@ def generate_blocks(
     h, w = latent_hw
     if h % cfg.patch_size[1] or w % cfg.patch_size[2]:
         raise ValueError(f"latent_hw {latent_hw} must be a multiple of the spatial patch {cfg.patch_size[1:]}")
-    device, b, c = model.device, batch_size, cfg.in_channels
+    device, b, c = model.device, batch_size, cfg.out_channels
     guided = sampler.guidance_scale != 1.0
     if guided and negative_text is None:
         raise ValueError("sampler.guidance_scale != 1 needs negative_text (the unconditional prompt)")
@@ -193,6 +193,10 @@ def generate_blocks(
     timings = {"denoise": 0.0, "commit": 0.0, "decode": 0.0}
     clean: list[torch.Tensor] = []  # clean latents per block
     clean_actions: list[torch.Tensor | None] = []
+    clean_anchors: list[torch.Tensor | None] = []  # per block: the frame it was conditioned on
+    conditioned = cfg.conditions_on_previous_frame
+    # the previous clean latent frame (models conditioned on it); zeros before the first frame
+    anchor = torch.zeros(b, c, 1, h, w, device=device, dtype=model.dtype) if conditioned else None
     sizes: list[int] = []  # token-frames per block (after temporal patching)
     pixels: list[torch.Tensor] = []
     block_px: list[int] = []
@@ -204,7 +208,7 @@ def generate_blocks(
         """One model call for the current block (cached or recomputed)."""
         fp = x.shape[2] // pt
         if not recompute:
-            return model(x, torch.full((b,), t, device=device), kv, be, pos, act)
+            return model(x, torch.full((b,), t, device=device), kv, be, pos, act, anchor)
         past = sum(sizes)
         seq = torch.cat([*clean, x], 2)
         ts = torch.cat([torch.zeros(b, past, device=device), torch.full((b, fp), t, device=device)], 1)
@@ -213,21 +217,27 @@ def generate_blocks(
             acts = torch.cat([_frame_action(a, n) for a, n in zip([*clean_actions, act], [*sizes, fp], strict=True)], 1)
         mask = block_causal_mask_from_sizes([*sizes, fp], tokens_per_frame, device=device)
         positions = torch.arange(past + fp, device=device).expand(b, -1)
-        out = model(seq, ts, kv, FullAttention(mask), positions, acts)
+        anchors = None
+        if anchor is not None:
+            anchors = torch.cat([a.expand(-1, -1, z.shape[2], -1, -1)  # type: ignore[union-attr]
+                                 for a, z in zip([*clean_anchors, anchor], [*clean, x], strict=True)], 2)
+        out = model(seq, ts, kv, FullAttention(mask), positions, acts, anchors)
         return out[:, :, past * pt :]
 
-    def commit_block(x0: torch.Tensor, kv: CrossAttentionKV, act: torch.Tensor | None, pos: torch.Tensor) -> None:
+    def commit_block(x0: torch.Tensor, kv: CrossAttentionKV, act: torch.Tensor | None, pos: torch.Tensor,
+                     anc: torch.Tensor | None) -> None:
         t0 = time.perf_counter()
         if not recompute:
             set_commit(backend, True)
-            model(x0, torch.zeros(b, device=device), kv, backend, pos, act)
+            model(x0, torch.zeros(b, device=device), kv, backend, pos, act, anc)
             set_commit(backend, False)
             if guided:
                 set_commit(uncond_backend, True)
-                model(x0, torch.zeros(b, device=device), uncond_kv, uncond_backend, pos, act)
+                model(x0, torch.zeros(b, device=device), uncond_kv, uncond_backend, pos, act, anc)
                 set_commit(uncond_backend, False)
         clean.append(x0)
         clean_actions.append(act)
+        clean_anchors.append(anc)
         sizes.append(x0.shape[2] // pt)
         timings["commit"] += time.perf_counter() - t0
 
@@ -254,7 +264,10 @@ def generate_blocks(
                     f"first_frame gives {z.shape[2]} latent frames, not a multiple of the temporal patch {pt}"
                 )
             pos = torch.arange(pos0, pos0 + z.shape[2] // pt, device=device).expand(b, -1)
-            commit_block(z, to_kv(texts[0]), actions[0], pos)
+            # conditioning frames are their own anchor (as the recipe trains its prefix)
+            commit_block(z, to_kv(texts[0]), actions[0], pos, z[:, :, :1] if conditioned else None)
+            if conditioned:
+                anchor = z[:, :, -1:]
             decode(z)
             pos0 += z.shape[2] // pt
 
@@ -277,7 +290,9 @@ def generate_blocks(
                 noise = None if last else torch.randn(x.shape, generator=generator).to(device, x.dtype)
                 x = sampler.step(x, v, i, noise)
             timings["denoise"] += time.perf_counter() - t0
-            commit_block(x, kv, act, pos)
+            commit_block(x, kv, act, pos, anchor)
+            if conditioned:
+                anchor = x[:, :, -1:]
             px = decode(x)
             pos0 += fp
             if on_block is not None:

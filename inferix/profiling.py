@@ -258,7 +258,7 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
     cached = sum(_block_times(eng, num_blocks))
 
     ts = tuple(timesteps("self_forcing"))[:steps]
-    c = model.config.in_channels
+    c = model.config.out_channels
     h, w = latent_hw
     s = (h // model.config.patch_size[1]) * (w // model.config.patch_size[2])
     ctx = model.cross_attention_kv(torch.randn(1, model.config.text_len, model.config.text_dim, device=device))

@@ -265,12 +265,12 @@ def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> Loaded
         from inferix.models.vae import WanVAECodec
 
         codec: Any = WanVAECodec.from_pretrained(vae, device=device)
-    elif model.config.in_channels % 3 == 0 and int(math.isqrt(model.config.in_channels // 3)) ** 2 * 3 == model.config.in_channels:
+    elif (ch := model.config.out_channels) % 3 == 0 and int(math.isqrt(ch // 3)) ** 2 * 3 == ch:
         from inferix.models.vae import IdentityCodec
 
-        codec = IdentityCodec(patch=math.isqrt(model.config.in_channels // 3))
+        codec = IdentityCodec(patch=math.isqrt(ch // 3))
     else:
-        raise ValueError(f"model {name_or_path!r} has {model.config.in_channels} latent channels: pass vae=PATH "
+        raise ValueError(f"model {name_or_path!r} has {model.config.out_channels} latent channels: pass vae=PATH "
                          "(a local AutoencoderKLWan directory) to decode them")
     from inferix.schedulers import timesteps
 

@@ -395,8 +395,9 @@ class CausalWanModel(nn.Module):
 
     def _check_latents(self, latents: torch.Tensor) -> None:
         cfg = self.config
-        if latents.ndim != 5 or latents.shape[1] != cfg.in_channels:
-            raise ValueError(f"latents must be [B, C={cfg.in_channels}, F, H, W], got {tuple(latents.shape)}")
+        c = cfg.out_channels if cfg.conditions_on_previous_frame else cfg.in_channels
+        if latents.ndim != 5 or latents.shape[1] != c:
+            raise ValueError(f"latents must be [B, C={c}, F, H, W], got {tuple(latents.shape)}")
         for size, p, name in zip(latents.shape[2:], cfg.patch_size, ("frames", "height", "width"), strict=True):
             if size % p:
                 raise ValueError(f"latent {name} ({size}) must be a multiple of the patch size {p} ({cfg.patch_size})")
@@ -410,6 +411,7 @@ class CausalWanModel(nn.Module):
         backend: AttentionBackend | None = None,
         frame_positions: torch.Tensor | None = None,  # [B, F]
         action: torch.Tensor | None = None,
+        anchor: torch.Tensor | None = None,  # [B, C, 1 | F, H, W]
     ) -> torch.Tensor:
         """Predict the flow velocity of ``latents`` at ``timestep``.
 
@@ -421,6 +423,9 @@ class CausalWanModel(nn.Module):
             frame_positions: ``LongTensor [B, F]`` temporal RoPE position of each latent frame
                 (after temporal patching); default ``0..F-1``.
             action: ``[B, A]`` / ``[B, F, A]`` floats, or ids ``[B]`` / ``[B, F]`` when the config has actions.
+            anchor: for a model that :attr:`~WanConfig.conditions_on_previous_frame`: the clean latent
+                frame before the block, ``[B, C, 1, H, W]`` (broadcast over the call's frames) or one
+                per frame ``[B, C, F, H, W]``; concatenated to ``latents`` along channels.
 
         Returns:
             ``[B, C_out, F, H, W]`` velocity (``noise - x0``); :func:`velocity_to_x0` converts.
@@ -480,6 +485,21 @@ class CausalWanModel(nn.Module):
         else:
             cross = self.cross_attention_kv(context).expand(b)
 
+        noisy = latents
+        if cfg.conditions_on_previous_frame:
+            if anchor is None:
+                raise ValueError("this model is conditioned on the previous frame: pass anchor= (the clean latent "
+                                 "frame before the block, [B, C, 1, H, W])")
+            if anchor.ndim != 5 or anchor.shape[0] != b or anchor.shape[1] != latents.shape[1] \
+                    or anchor.shape[2] not in (1, f) or tuple(anchor.shape[3:]) != (hh, ww):
+                raise ValueError(f"anchor must be [B={b}, C={latents.shape[1]}, 1 or {f}, {hh}, {ww}], "
+                                 f"got {tuple(anchor.shape)}")
+            anchor = anchor.to(latents).expand(-1, -1, f, -1, -1)
+            latents = torch.cat([latents, anchor], 1)
+        elif anchor is not None:
+            raise ValueError("anchor given but this model is not conditioned on the previous frame "
+                             "(in_channels != 2 * out_channels)")
+
         # Patchify: [B, C, F, H, W] -> [B, F*h*w, dim], frame-major.
         x = self.patch_embedding(latents.to(self.dtype)).flatten(2).transpose(1, 2).contiguous()
         rope = RopeApplier(cfg.attention_head_dim, (hp, wp), frame_positions, cfg.rope_theta)
@@ -491,4 +511,14 @@ class CausalWanModel(nn.Module):
         x = _modulate(self.norm_out(x.float()), shift, scale, fp).type_as(x)
         x = self.proj_out(x)  # [B, L, pt*ph*pw*C]
         x = x.reshape(b, fp, hp, wp, pt, ph, pw, -1).permute(0, 7, 1, 4, 2, 5, 3, 6)
-        return x.flatten(6, 7).flatten(4, 5).flatten(2, 3)
+        x = x.flatten(6, 7).flatten(4, 5).flatten(2, 3)
+        if cfg.prediction == "anchor_residual":
+            # x0 = anchor + head; v = (x_t - x0) / sigma (sigma floored: the clean t = 0 passes that
+            # commit K/V have no use for their velocity)
+            assert anchor is not None
+            sigma = (t / 1000.0).clamp(min=1e-3)  # [B, 1] or [B, F / pt]
+            if sigma.shape[1] > 1:
+                sigma = sigma.repeat_interleave(pt, dim=1)
+            sigma = sigma[:, None, :, None, None]
+            x = ((noisy.float() - anchor.float() - x.float()) / sigma).type_as(x)
+        return x

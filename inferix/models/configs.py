@@ -48,6 +48,15 @@ class WanConfig:
         num_actions: if set, discrete action ids ``[B]`` (or ``[B, F]``) are embedded by a table and
             added to the time embedding. ``action_dim`` and ``num_actions`` are exclusive.
         text_len: text tokens the model was trained with (umT5: 512; prompts are zero-padded to it).
+        prediction: what the output head predicts. ``velocity`` (Wan: ``noise - x0``);
+            ``anchor_residual`` (needs :attr:`conditions_on_previous_frame`): the head predicts
+            ``x0 - anchor``, the change from the previous clean frame, and the forward returns the
+            velocity that implies, ``(x_t - anchor - out) / sigma``, so samplers, guidance and the
+            engine are unchanged. With a zero head this is exactly "repeat the last frame".
+
+    ``in_channels == 2 * out_channels`` means the model is conditioned on the previous clean latent
+    frame by channel concatenation (:attr:`conditions_on_previous_frame`, the way Wan2.1-I2V
+    concatenates its image latents): the forward then takes ``anchor=``.
     """
 
     patch_size: tuple[int, int, int] = (1, 2, 2)
@@ -65,6 +74,7 @@ class WanConfig:
     action_dim: int | None = None
     num_actions: int | None = None
     text_len: int = 512
+    prediction: str = "velocity"
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -73,8 +83,21 @@ class WanConfig:
             raise ValueError(f"patch_size must be (t, h, w), got {self.patch_size}")
         if self.action_dim is not None and self.num_actions is not None:
             raise ValueError("set either action_dim (continuous actions) or num_actions (discrete ids), not both")
+        if self.prediction not in ("velocity", "anchor_residual"):
+            raise ValueError(f"prediction must be 'velocity' or 'anchor_residual', got {self.prediction!r}")
+        if self.prediction == "anchor_residual" and not self.conditions_on_previous_frame:
+            raise ValueError("prediction 'anchor_residual' needs the previous-frame input "
+                             f"(in_channels = 2 * out_channels), got {self.in_channels} / {self.out_channels}")
         if self.attention_head_dim % 2 or self.attention_head_dim < 6:
             raise ValueError(f"attention_head_dim must be even and >= 6 for 3-axis RoPE, got {self.attention_head_dim}")
+
+    @property
+    def conditions_on_previous_frame(self) -> bool:
+        """Whether the input carries, after the ``out_channels`` noisy latents, the previous clean
+        latent frame (``anchor``; FrameBridge/InDI-style: the model sees where each pixel was and
+        predicts what changed, so a static background is a per-token copy instead of a recall
+        through attention)."""
+        return self.in_channels == 2 * self.out_channels
 
     @property
     def dim(self) -> int:

@@ -45,6 +45,9 @@ class DataConfig:
         blocks_per_clip: generated blocks per training clip (after the 1-frame clean prefix).
         caption_dropout: probability of training a clip with the empty caption.
         max_videos: read at most this many videos (tests); None = all.
+        crop: train on random ``crop`` x ``crop`` pixel windows of each clip (0 = whole frames): the
+            DiT's RoPE is relative, so a model trained on crops of a large grid runs on the whole
+            grid at the cost per step of the crop (a multiple of the token size in pixels).
     """
 
     roots: list[str] = field(default_factory=list)
@@ -53,6 +56,7 @@ class DataConfig:
     blocks_per_clip: int = 4
     caption_dropout: float = 0.1
     max_videos: int | None = None
+    crop: int = 0
 
 
 @dataclass
@@ -210,9 +214,21 @@ class TrainConfig:
         """The DiT's :class:`~inferix.models.configs.WanConfig` (channels follow the codec, actions the vocabulary)."""
         from inferix.models.configs import WanConfig
 
-        kw = {k: v for k, v in self.model.items() if k not in ("codec_patch", "max_side")}
+        kw = {k: v for k, v in self.model.items() if k not in ("codec_patch", "max_side", "previous_frame")}
         ch = self.latent_channels
-        return WanConfig(**kw, in_channels=ch, out_channels=ch, num_actions=len(self.actions.vocabulary))
+        return WanConfig(**kw, in_channels=2 * ch if self.previous_frame else ch, out_channels=ch,
+                         num_actions=len(self.actions.vocabulary))
+
+    @property
+    def previous_frame(self) -> bool:
+        """``model.previous_frame: true``: the DiT also sees the previous clean latent frame
+        (:attr:`~inferix.models.configs.WanConfig.conditions_on_previous_frame`)."""
+        return bool(self.model.get("previous_frame", False))
+
+    @property
+    def token_pixels(self) -> int:
+        """Pixels per DiT token side (codec stride x spatial patch)."""
+        return self.spatial_stride * int(self.wan_config().patch_size[1])
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -273,6 +289,9 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     if cfg.data.block_frames < 1 or cfg.data.blocks_per_clip < 1:
         raise ValueError("data.block_frames and data.blocks_per_clip must be >= 1")
     cfg.wan_config()  # raises on a bad model section
+    if cfg.data.crop and (cfg.data.crop < 0 or cfg.data.crop % cfg.token_pixels):
+        raise ValueError(f"data.crop {cfg.data.crop} must be a positive multiple of the token size "
+                         f"({cfg.token_pixels} px = codec stride x DiT patch)")
     return cfg
 
 

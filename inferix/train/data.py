@@ -232,6 +232,19 @@ class ClipDataset:
         rows = torch.multinomial(vw, batch_size, replacement=True, generator=generator).tolist()
         return g, [idx[r] for r in rows]
 
+    def _crop(self, clip: np.ndarray, stride: int, generator: torch.Generator) -> np.ndarray:
+        """A random ``data.crop``-pixel window of ``clip`` ``[F, H, W, C]`` (cells of ``stride`` pixels);
+        the whole clip when cropping is off or the grid is no larger than the window."""
+        import torch
+
+        if not self.data.crop:
+            return clip
+        ch = min(clip.shape[1], self.data.crop // stride)
+        cw = min(clip.shape[2], self.data.crop // stride)
+        y = int(torch.randint(0, clip.shape[1] - ch + 1, (1,), generator=generator))
+        x = int(torch.randint(0, clip.shape[2] - cw + 1, (1,), generator=generator))
+        return clip[:, y : y + ch, x : x + cw]
+
     def sample(self, batch_size: int, generator: torch.Generator) -> Clip:
         """A batch of clips from one grid group (all randomness from ``generator``)."""
         import torch
@@ -250,8 +263,12 @@ class ClipDataset:
                 a[lo : lo + bf] = a[lo]
             a[0] = a[1]
             drop = float(torch.rand((), generator=generator)) < self.data.caption_dropout
-            pix.append(torch.from_numpy(np.ascontiguousarray(clip if v.latents is None
-                                                              else v.latents[s : s + self.clip_frames])))
+            if v.latents is None:
+                clip = self._crop(clip, 1, generator)  # [F, H, W, 3]
+            else:
+                clip = self._crop(v.latents[s : s + self.clip_frames].transpose(0, 2, 3, 1),
+                                  v.frames.shape[1] // v.latents.shape[2], generator).transpose(0, 3, 1, 2)
+            pix.append(torch.from_numpy(np.ascontiguousarray(clip)))
             acts.append(torch.from_numpy(a))
             caps.append("" if drop else v.captions[s + 1])
             ids.append(v.case_id)

@@ -13,6 +13,14 @@ One step, for a batch of clips (``inferix.train.data``: a clean prefix frame + K
 (after ``context_noise_from_step``, clean context frames carry a little Gaussian noise while
 still labelled t = 0: generated context is never exact, and a model that trusts it fully drifts.)
 
+With ``model.previous_frame: true`` the DiT's input also carries, per frame, the clean frame before
+its block (``anchor``: frame ``k * bf`` for block k, the prefix for itself — what the engine feeds
+it at generation time), concatenated along channels like Wan2.1-I2V's image latents. A static pixel
+is then a copy within its own token; the loss is spent on what moves. A stage that adds these
+channels to an earlier stage's weights (``init_from``) starts them at zero (:func:`load_init_weights`).
+``data.crop`` trains on random windows of the grid (the RoPE is relative; generation runs on the
+whole grid).
+
 The model, the block-causal mask (``block_causal_mask_from_sizes``, the one the pipeline's
 recompute mode uses), the codec, the text embedding and, in the eval hook, the generation loop
 (``inferix.pipeline.generate_blocks`` with the KV cache and the few-step sampler) are the
@@ -104,17 +112,30 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     noise = torch.randn(x0.shape, generator=generator).to(device)
     s = sig_f[:, None, :, None, None]
     x_t = (1 - s) * x0 + s * noise
+    seen = x0  # the clean frames as the model sees them in its context
     if context_noise > 0:  # corrupt the t = 0 context only; the targets stay the clean x0
         std = torch.rand(b, generator=generator) * context_noise
         extra = torch.randn(x0.shape, generator=generator).to(device) * std.to(device)[:, None, None, None, None]
         x_t = torch.where(s == 0, x_t + extra, x_t)
+        seen = x0 + extra
+    anchor = None
+    if model.config.conditions_on_previous_frame:
+        # every frame of block k sees the last frame before the block (frame k * bf; the prefix sees
+        # itself), as generation sees the last frame it committed
+        idx = torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
+        anchor = seen[:, :, idx]
     # RoPE is relative, but the engine runs at growing absolute positions: train at random offsets
     offset = int(torch.randint(0, 64, (1,), generator=generator))
     pos = (torch.arange(f, device=device) + offset).expand(b, f)
     ph, pw = model.config.patch_size[1:]
     mask = block_causal_mask_from_sizes([1] + [block_frames] * blocks, (h // ph) * (w // pw), device=device)
-    v = model(x_t, sig_f * 1000.0, text.to(device), FullAttention(mask), pos, clip.actions.to(device))
-    err = (v.float() - (noise - x0)) ** 2  # [B, C, F, h, w]
+    v = model(x_t, sig_f * 1000.0, text.to(device), FullAttention(mask), pos, clip.actions.to(device), anchor)
+    if model.config.prediction == "anchor_residual":
+        # the head predicts x0 - anchor: an x0 loss (the velocity error is that over sigma, which
+        # would weigh the last steps by 1 / sigma^2)
+        err = (x_t.float() - s * v.float() - x0) ** 2
+    else:
+        err = (v.float() - (noise - x0)) ** 2  # [B, C, F, h, w]
     if motion_weight > 0:
         change = torch.zeros_like(x0[:, :1])  # [B, 1, F, h, w]; the prefix has no loss anyway
         change[:, :, 1:] = (x0[:, :, 1:] - x0[:, :, :-1]).abs().mean(1, keepdim=True)
@@ -123,6 +144,37 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     per_frame = err.mean(dim=(1, 3, 4))  # [B, F]
     weight = (sig_f > 0).float()
     return (per_frame * weight).sum() / weight.sum()
+
+
+def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load ``init_from`` weights; a model that adds previous-frame input channels to an earlier
+    stage gets zero weights for them, so it starts as exactly that stage's model.
+
+    Raises:
+        ValueError: any other shape mismatch (the message names the tensor).
+    """
+    import torch
+
+    own = model.state_dict()
+    key = "patch_embedding.weight"
+    if key in state and key in own and state[key].shape != own[key].shape:
+        old, new = state[key], own[key]
+        if old.shape[0] == new.shape[0] and 2 * old.shape[1] == new.shape[1] and old.shape[2:] == new.shape[2:]:
+            logger.info("init_from: %s %s -> %s, previous-frame channels start at zero", key,
+                        tuple(old.shape), tuple(new.shape))
+            state = {**state, key: torch.cat([old, torch.zeros_like(old)], 1)}
+    bad = [k for k in own if k in state and state[k].shape != own[k].shape]
+    if bad:
+        raise ValueError("init_from weights do not fit this model: "
+                         + ", ".join(f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in bad))
+    model.load_state_dict(state)
+
+
+def _bundle_prediction(path: str | None) -> str | None:
+    """``prediction`` of the exported bundle at ``path`` (None without one)."""
+    if not path or not (Path(path) / "config.json").is_file():
+        return None
+    return str(json.loads((Path(path) / "config.json").read_text()).get("prediction", "velocity"))
 
 
 @dataclass
@@ -168,7 +220,14 @@ class Trainer:
             weights = Path(cfg.init_from) / "diffusion_pytorch_model.safetensors"
             if not weights.is_file():
                 raise FileNotFoundError(f"init_from {cfg.init_from!r} has no {weights.name} (give an exported bundle)")
-            self.lm.model.load_state_dict(load_file(str(weights)))
+            load_init_weights(self.lm.model, load_file(str(weights)))
+        if self.lm.model.config.prediction == "anchor_residual" and _bundle_prediction(cfg.init_from) != "anchor_residual":
+            # a fresh change head: the stage starts as "repeat the last frame" (on an earlier stage's trunk)
+            import torch
+
+            with torch.no_grad():
+                self.lm.model.proj_out.weight.zero_()
+                self.lm.model.proj_out.bias.zero_()
         self.lm.model.train()
         self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
         self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw: self.lm.pixel_hw(self.lm.latent_hw_for(hw)))

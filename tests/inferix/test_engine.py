@@ -263,3 +263,68 @@ def test_action_guidance_extrapolates_from_the_idle_action_and_leaves_the_cache_
     g0, g1, _ = _first_block(tiny, 2.0, batch_with="jump")
     torch.testing.assert_close(g0, b0_2, atol=1e-5, rtol=0)
     torch.testing.assert_close(g1, b1_2, atol=1e-5, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def prev_frame_model(tiny):
+    """The tiny model conditioned on the previous frame, with non-zero weights on the anchor channels."""
+    from inferix.models.causal_wan import CausalWanModel
+    from inferix.train.recipe import load_init_weights
+
+    cfg = tiny.model.config.replace(in_channels=2 * tiny.model.config.out_channels)
+    model = CausalWanModel(cfg).eval()
+    load_init_weights(model, tiny.model.state_dict())
+    torch.manual_seed(8)
+    with torch.no_grad():
+        model.patch_embedding.weight[:, cfg.out_channels:].normal_(std=0.2)
+    return model
+
+
+def test_previous_frame_model_in_the_engine_matches_the_pipeline_batched_and_forked(tiny, prev_frame_model):
+    """The engine feeds each session its own last committed frame: alone == pipeline, two sessions
+    with different first frames batched == alone, a fork carries the anchor."""
+    from inferix.pipeline import generate_blocks
+    from inferix.schedulers import FlowMatchSampler
+
+    def image(v):
+        img = np.zeros((16, 16, 3), np.uint8)
+        img[:, :8] = v
+        return img
+
+    def engine():
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2],
+                           policy=CachePolicy.parse("full"), max_batch=4)
+        return Engine(prev_frame_model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+
+    def alone(v, blocks=3):
+        eng = engine()
+        outs = list(eng.stream("a red ball", num_blocks=blocks, seed=3, action="forward",
+                               image_latents=tiny.encode_image(image(v), HW)))
+        return torch.cat([o.latents for o in outs], 1)
+
+    first = torch.from_numpy(image(200)).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1
+    ref = generate_blocks(prev_frame_model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.timesteps[:2]),
+                          latent_hw=HW, text_encoder=tiny.text_encoder, action=tiny.action_encoder("forward"),
+                          first_frame=first, generator=torch.Generator().manual_seed(3))
+    a200 = alone(200)
+    torch.testing.assert_close(a200, ref.latents[0, :, 1:], atol=1e-5, rtol=0)
+
+    eng = engine()
+    ids = [eng.add_session("a red ball", num_blocks=3, seed=3, action="forward",
+                           image_latents=tiny.encode_image(image(v), HW)) for v in (200, 60)]
+    eng.run()
+    got = [torch.cat([o.latents for o in eng.pop_outputs(i)], 1) for i in ids]
+    torch.testing.assert_close(got[0], a200, atol=1e-5, rtol=0)
+    torch.testing.assert_close(got[1], alone(60), atol=1e-5, rtol=0)
+    assert (got[0] - got[1]).abs().max() > 1e-3
+
+    eng = engine()
+    a = eng.add_session("a red ball", num_blocks=3, seed=3, action="forward",
+                        image_latents=tiny.encode_image(image(200), HW))
+    while eng.session(a).blocks_done < 1:
+        eng.step()
+    b = eng.fork(a)
+    eng.run()
+    for sid in (a, b):
+        torch.testing.assert_close(torch.cat([o.latents for o in eng.pop_outputs(sid)], 1)[:, -3:], a200[:, -3:],
+                                   atol=1e-5, rtol=0)

@@ -145,3 +145,55 @@ def test_forward_works_under_inference_mode(tiny_model):
     with torch.inference_mode():
         out = tiny_model(x, 250.0, ctx)
     torch.testing.assert_close(out, ref, atol=0, rtol=0)
+
+
+@torch.no_grad()
+def test_previous_frame_conditioning_starts_as_the_base_model_and_then_reads_the_anchor(tiny_config, tiny_model):
+    """``in_channels == 2 * out_channels``: the previous clean frame is concatenated to the input.
+    Zero-padded init weights (``load_init_weights``) reproduce the unconditioned model for any
+    anchor; once the new input weights move, the anchor changes the output."""
+    from inferix.train.recipe import load_init_weights
+
+    cfg = tiny_config.replace(in_channels=2 * tiny_config.out_channels)
+    assert cfg.conditions_on_previous_frame and not tiny_config.conditions_on_previous_frame
+    model = CausalWanModel(cfg).eval()
+    load_init_weights(model, tiny_model.state_dict())
+    x, ctx = _inputs()
+    anchor = torch.randn(1, 4, 1, 8, 8)
+    base = tiny_model(x, 300.0, ctx)
+    torch.testing.assert_close(model(x, 300.0, ctx, anchor=anchor), base, atol=1e-6, rtol=0)
+    torch.nn.init.normal_(model.patch_embedding.weight, std=0.1)
+    one = model(x, 300.0, ctx, anchor=anchor)
+    # a [B, C, 1, H, W] anchor is broadcast over the call's frames
+    torch.testing.assert_close(model(x, 300.0, ctx, anchor=anchor.expand(-1, -1, 3, -1, -1)), one, atol=1e-6, rtol=0)
+    assert (model(x, 300.0, ctx, anchor=torch.zeros_like(anchor)) - one).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="pass anchor="):
+        model(x, 300.0, ctx)
+    with pytest.raises(ValueError, match="anchor must be"):
+        model(x, 300.0, ctx, anchor=torch.randn(1, 4, 2, 8, 8))
+    with pytest.raises(ValueError, match="not conditioned on the previous frame"):
+        tiny_model(x, 300.0, ctx, anchor=anchor)
+    with pytest.raises(ValueError, match="do not fit"):
+        load_init_weights(CausalWanModel(tiny_config.replace(in_channels=12, out_channels=12)), tiny_model.state_dict())
+
+
+@torch.no_grad()
+def test_anchor_residual_head_predicts_the_change_from_the_previous_frame(tiny_config):
+    """``prediction: anchor_residual``: the forward returns the velocity of ``x0 = anchor + head``, so
+    a zero head is exactly "repeat the last frame" at every noise level and per-frame timestep."""
+    cfg = tiny_config.replace(in_channels=8, prediction="anchor_residual")
+    model = CausalWanModel(cfg).eval()
+    x, ctx = _inputs()
+    anchor = torch.randn(1, 4, 1, 8, 8)
+    t = torch.tensor([[900.0, 500.0, 200.0]])
+    head = model(x, t, ctx, anchor=anchor)
+    model.proj_out.weight.zero_()
+    model.proj_out.bias.zero_()
+    v = model(x, t, ctx, anchor=anchor)
+    torch.testing.assert_close(velocity_to_x0(x, v, t), anchor.expand(-1, -1, 3, -1, -1), atol=1e-5, rtol=0)
+    # the head's output is the x0 change: its difference to the zero head is -head / sigma in velocity
+    assert (head - v).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="needs the previous-frame input"):
+        tiny_config.replace(prediction="anchor_residual")
+    with pytest.raises(ValueError, match="prediction must be"):
+        tiny_config.replace(prediction="eps")

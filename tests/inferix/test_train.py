@@ -253,6 +253,92 @@ def test_init_from_starts_a_stage_from_exported_weights(toy_root: Path, tmp_path
         Trainer(cfg2)
 
 
+def test_previous_frame_recipe_anchors_each_block_on_the_frame_before_it(toy_root: Path, tmp_path: Path) -> None:
+    """``model.previous_frame``: the loss gives block k the clean frame k * bf as its anchor (the prefix
+    itself), as generation does; a stage started from an unconditioned bundle is that model at step 0."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, diffusion_forcing_loss
+
+    raw = toy_config(tmp_path / "a", toy_root).to_dict()
+    raw["model"]["previous_frame"] = True
+    cfg = config_from_dict(raw)
+    tr = Trainer(cfg)
+    assert tr.lm.model.config.in_channels == 2 * tr.lm.model.config.out_channels == 96
+    clip = tr.data.sample(2, torch.Generator().manual_seed(0))
+    seen = {}
+    orig = tr.lm.model.forward
+
+    def spy(*args, **kwargs):
+        seen["anchor"] = args[6]
+        return orig(*args, **kwargs)
+
+    tr.lm.model.forward = spy
+    diffusion_forcing_loss(tr.lm, clip, 2, tr.text(clip.captions), shift=1.0, teacher_forcing=0.0,
+                           generator=torch.Generator().manual_seed(1))
+    del tr.lm.model.forward
+    x0 = tr.lm.codec.encode(clip.pixels)
+    assert torch.equal(seen["anchor"], x0[:, :, [0, 0, 0, 2, 2]])  # prefix, block 0 (frames 1-2), block 1 (3-4)
+
+    base = Trainer(toy_config(tmp_path / "b", toy_root))
+    base.train_step()
+    cfg.init_from = str(base.export())
+    cfg.out_dir = str(tmp_path / "c")
+    staged = Trainer(cfg)
+    x, t = torch.randn(1, 48, 3, 8, 8), torch.tensor([400.0])
+    ctx, act = base.text(["a square"]), torch.tensor([2])
+    with torch.no_grad():
+        torch.testing.assert_close(staged.lm.model(x, t, ctx, action=act, anchor=torch.randn(1, 48, 1, 8, 8)),
+                                   base.ema(x, t, ctx, action=act), atol=1e-6, rtol=0)
+
+
+def test_anchor_residual_stage_starts_as_repeat_the_last_frame_with_an_x0_loss(toy_root: Path, tmp_path: Path) -> None:
+    """An ``anchor_residual`` stage on an earlier velocity stage keeps the trunk, zeroes the head (its
+    step-0 rollout repeats the first frame) and trains on the x0 error of the implied prediction."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, diffusion_forcing_loss
+
+    base = Trainer(toy_config(tmp_path / "b", toy_root))
+    base.train_step()
+    raw = toy_config(tmp_path / "r", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual")
+    raw["init_from"] = str(base.export())
+    tr = Trainer(config_from_dict(raw))
+    assert torch.equal(tr.lm.model.blocks[0].attn1.to_q.weight, base.ema.blocks[0].attn1.to_q.weight)
+    assert not tr.lm.model.proj_out.weight.any() and not tr.lm.model.proj_out.bias.any()
+    clip = tr.data.sample(2, torch.Generator().manual_seed(0))
+    loss = diffusion_forcing_loss(tr.lm, clip, 2, tr.text(clip.captions), shift=1.0, teacher_forcing=0.0,
+                                  generator=torch.Generator().manual_seed(1))
+    x0 = tr.lm.codec.encode(clip.pixels)
+    copy_err = ((x0[:, :, [0, 0, 2, 2]] - x0[:, :, 1:]) ** 2).mean()  # block k predicted as frame k * bf
+    torch.testing.assert_close(loss, copy_err, atol=1e-5, rtol=1e-4)
+    losses = [tr.train_step() for _ in range(25)]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]), losses
+
+
+def test_crop_trains_on_windows_of_the_whole_grid(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.recipe import Trainer
+
+    tr = Trainer(toy_config(tmp_path, toy_root))
+    tr.data.data.crop = 16
+    clip = tr.data.sample(4, torch.Generator().manual_seed(3))
+    assert clip.pixels is not None and clip.pixels.shape[-2:] == (16, 16)
+    offsets = set()
+    for row, (cid, s) in enumerate(zip(clip.case_ids, clip.starts, strict=True)):
+        v = next(v for v in tr.data.videos if v.case_id == cid)
+        full = torch.from_numpy(v.frames[s : s + tr.data.clip_frames]).permute(3, 0, 1, 2).float() / 127.5 - 1
+        hits = [(y, x) for y in range(17) for x in range(17)
+                if torch.equal(full[:, :, y : y + 16, x : x + 16], clip.pixels[row])]
+        assert hits, f"row {row} is not a window of its clip"
+        offsets.add(hits[0])
+    assert len(offsets) > 1  # windows are drawn per row
+    from inferix.train.config import config_from_dict
+
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["data"]["crop"] = 12
+    with pytest.raises(ValueError, match="multiple of the token size"):
+        config_from_dict(raw)
+
+
 # -- learned codec (codec.type: tiny_ae) ---------------------------------------------------------
 
 
@@ -359,7 +445,7 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
     assert all(not p.requires_grad for p in codec.ae.parameters())  # frozen again for serving
 
 
-@pytest.mark.parametrize("name", ["reference_world", "reference_world_ae"])
+@pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_ae"])
 def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
     """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
     every stage runs and the DiT loss falls within a few steps. Only data, output folder, step
