@@ -13,7 +13,7 @@
 Usage::
 
     python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--model-dir DIR]
-        [--skip-fps] [--json out.json]
+        [--skip-fps] [--json out.json] [--strips DIR]
 
 ``--suite-dir`` is a folder written by ``worldolympiad scenarios render gaming DIR`` (rendered
 there when missing). ``--model-dir`` evaluates an exported bundle (``inferix:DIR``) instead of
@@ -134,7 +134,18 @@ def _model(spec: str) -> Any:
         raise
 
 
-def direction_accuracy(specs: list[str], cases: list[Any]) -> dict[str, Any]:
+def save_strip(path: Path, frames: np.ndarray, reference: np.ndarray, n: int = 12) -> None:
+    """``n`` evenly spaced frames of the generated video over the same frames of the reference, one PNG."""
+    from PIL import Image
+
+    idx = np.linspace(0, min(len(frames), len(reference)) - 1, n).round().astype(int)
+    rows = [np.concatenate([v[i] for i in idx], 1) for v in (frames, reference)]
+    sep = np.full((2, rows[0].shape[1], 3), 255, np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.concatenate([rows[0], sep, rows[1]], 0)).save(path)
+
+
+def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None = None) -> dict[str, Any]:
     from tracks.interaction.following import analyze_following
     from worldolympiad.video.io import read_video
 
@@ -156,6 +167,8 @@ def direction_accuracy(specs: list[str], cases: list[Any]) -> dict[str, Any]:
             ref = refs[case.id]
             frames = video.frames[: len(ref)]
             rep = analyze_following(frames, case, case.chunks, reference=ref if ref.shape == frames.shape else None)
+            if strips is not None:
+                save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
             for ch in rep.chunks:
                 ok.append(ch.direction_ok)
                 per_game[_game(case)].append(ch.direction_ok)
@@ -223,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                          "'codec_ceiling' = also through its codec (encode -> decode): the score of a perfect DiT")
     ap.add_argument("--skip-fps", action="store_true")
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--strips", default=None,
+                    help="folder for one PNG per model and case: 12 generated frames over the reference's")
     args = ap.parse_args(argv)
 
     trained = f"inferix:{args.model_dir}" if args.model_dir else "inferix:reference-world"
@@ -234,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     specs = [names.get(s, s) for s in args.models.split(",") if s]
     cases = _cases(Path(args.suite_dir), args.limit)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
-    results: dict[str, Any] = {"cases": len(cases), "direction": direction_accuracy(specs, cases)}
+    results: dict[str, Any] = {"cases": len(cases), "direction": direction_accuracy(
+        specs, cases, Path(args.strips) if args.strips else None)}
     if not args.skip_fps:
         results["streaming"] = streaming(args.model_dir or "reference-world")
     if args.json:

@@ -48,6 +48,8 @@ class DataConfig:
         crop: train on random ``crop`` x ``crop`` pixel windows of each clip (0 = whole frames): the
             DiT's RoPE is relative, so a model trained on crops of a large grid runs on the whole
             grid at the cost per step of the crop (a multiple of the token size in pixels).
+        crop_steps: crop only for the first ``crop_steps`` steps, then whole frames (0 = crop
+            throughout): a cheap warm-up, then the whole scene (a crop can miss a sprite at the edge).
     """
 
     roots: list[str] = field(default_factory=list)
@@ -57,6 +59,7 @@ class DataConfig:
     caption_dropout: float = 0.1
     max_videos: int | None = None
     crop: int = 0
+    crop_steps: int = 0
 
 
 @dataclass

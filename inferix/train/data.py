@@ -145,6 +145,7 @@ class ClipDataset:
         self.map = dict(actions.map)
         self.default = actions.default
         self.clip_frames = 1 + data.blocks_per_clip * data.block_frames
+        self.crop = data.crop  # window side in pixels, 0 = whole frames (the trainer switches it per step)
         self.videos: list[VideoRecord] = []
         unknown: dict[str, str] = {}
         for root in data.roots:
@@ -237,10 +238,10 @@ class ClipDataset:
         the whole clip when cropping is off or the grid is no larger than the window."""
         import torch
 
-        if not self.data.crop:
+        if not self.crop:
             return clip
-        ch = min(clip.shape[1], self.data.crop // stride)
-        cw = min(clip.shape[2], self.data.crop // stride)
+        ch = min(clip.shape[1], self.crop // stride)
+        cw = min(clip.shape[2], self.crop // stride)
         y = int(torch.randint(0, clip.shape[1] - ch + 1, (1,), generator=generator))
         x = int(torch.randint(0, clip.shape[2] - cw + 1, (1,), generator=generator))
         return clip[:, y : y + ch, x : x + cw]

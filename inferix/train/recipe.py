@@ -267,6 +267,8 @@ class Trainer:
         import torch
 
         t = self.cfg.train
+        d = self.cfg.data
+        self.data.crop = d.crop if not d.crop_steps or self.state.step < d.crop_steps else 0
         clip = self.data.sample(t.batch_size, self.gen)
         for g in self.opt.param_groups:
             g["lr"] = self.lr_at(self.state.step)

@@ -318,8 +318,10 @@ def test_anchor_residual_stage_starts_as_repeat_the_last_frame_with_an_x0_loss(t
 def test_crop_trains_on_windows_of_the_whole_grid(toy_root: Path, tmp_path: Path) -> None:
     from inferix.train.recipe import Trainer
 
-    tr = Trainer(toy_config(tmp_path, toy_root))
-    tr.data.data.crop = 16
+    tr = Trainer(toy_config(tmp_path, toy_root, steps=4))
+    tr.cfg.data.crop, tr.cfg.data.crop_steps = 16, 1
+    tr.train_step()  # step 0 < crop_steps: windows
+    assert tr.data.crop == 16
     clip = tr.data.sample(4, torch.Generator().manual_seed(3))
     assert clip.pixels is not None and clip.pixels.shape[-2:] == (16, 16)
     offsets = set()
@@ -331,6 +333,8 @@ def test_crop_trains_on_windows_of_the_whole_grid(toy_root: Path, tmp_path: Path
         assert hits, f"row {row} is not a window of its clip"
         offsets.add(hits[0])
     assert len(offsets) > 1  # windows are drawn per row
+    tr.train_step()  # from crop_steps on: whole frames
+    assert tr.data.crop == 0 and tr.data.sample(2, torch.Generator()).pixels.shape[-2:] == (32, 32)
     from inferix.train.config import config_from_dict
 
     raw = toy_config(tmp_path, toy_root).to_dict()
