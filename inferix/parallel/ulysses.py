@@ -97,7 +97,8 @@ class UlyssesAttention:
 
 def sequence_parallel_forward(model: Any, latents: torch.Tensor, timestep: Any, context: Any,
                               backend: AttentionBackend | None = None, frame_positions: torch.Tensor | None = None,
-                              action: torch.Tensor | None = None, group: Any = None) -> torch.Tensor:
+                              action: torch.Tensor | None = None, group: Any = None,
+                              anchor: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``model.forward`` split over the ranks of ``group``; every rank gets the full output.
 
     Args:
@@ -122,7 +123,10 @@ def sequence_parallel_forward(model: Any, latents: torch.Tensor, timestep: Any, 
     step = latents.shape[3] // p
     local = latents[:, :, :, rank * step : (rank + 1) * step].contiguous()
     wrapped = UlyssesAttention(backend if backend is not None else FullAttention(), group)
-    out_local = model(local, timestep, context, backend=wrapped, frame_positions=frame_positions, action=action)
+    if anchor is not None:  # per-token input: split like the latents
+        anchor = anchor[:, :, :, rank * step : (rank + 1) * step].contiguous()
+    out_local = model(local, timestep, context, backend=wrapped, frame_positions=frame_positions, action=action,
+                      anchor=anchor)
     parts = [torch.empty_like(out_local) for _ in range(p)]
     dist.all_gather(parts, out_local.contiguous(), group=group)
     return torch.cat(parts, dim=3)

@@ -27,6 +27,13 @@ def _inputs():
     return model, ctx, lat
 
 
+def _conditioned():
+    """The tiny model conditioned on the previous frame, with the anchor-residual head."""
+    torch.manual_seed(1)
+    model = CausalWanModel(get_config("tiny").replace(in_channels=8, prediction="anchor_residual")).eval()
+    return model, torch.randn(1, 4, 1, *HW)
+
+
 def _blockwise(model, ctx, lat, backend_fn):
     """Denoise pass + committing clean pass per block through a block-pool KV cache."""
     m = KVCacheManager(BF, 8, 0, CachePolicy("rolling", window=2))
@@ -59,8 +66,11 @@ def _worker(rank, world, port, out_path):
                                              FullAttention.block_causal(BF, BF, 8))
         cached = _blockwise(model, ctx, lat, lambda mdl, x, t, c, be, pos: sequence_parallel_forward(
             mdl, x, t, c, be, pos))
+        cmodel, anchor = _conditioned()
+        with torch.no_grad():
+            cond = sequence_parallel_forward(cmodel, lat[0], torch.tensor([500.0]), ctx, anchor=anchor)
         if rank == 0:
-            torch.save({"full": full, "cached": cached}, out_path)
+            torch.save({"full": full, "cached": cached, "conditioned": cond}, out_path)
     finally:
         dist.destroy_process_group()
 
@@ -81,6 +91,10 @@ def test_ulysses_two_gloo_processes_equal_single_process(tmp_path):
     ref_cached = _blockwise(model, ctx, lat, lambda mdl, x, t, c, be, pos: mdl(x, t, c, be, pos))
     torch.testing.assert_close(got["full"], ref_full, atol=1e-5, rtol=0)
     torch.testing.assert_close(got["cached"], ref_cached, atol=1e-5, rtol=0)
+    cmodel, anchor = _conditioned()  # the anchor is split with the latents' token rows
+    with torch.no_grad():
+        torch.testing.assert_close(got["conditioned"], cmodel(lat[0], torch.tensor([500.0]), ctx, anchor=anchor),
+                                   atol=1e-5, rtol=0)
 
 
 def test_world_of_one_equals_plain_forward():
