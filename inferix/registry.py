@@ -231,6 +231,35 @@ MODELS: dict[str, Callable[..., LoadedModel]] = {"tiny": _tiny, "reference-world
                                                  "reference-world-random": _reference_world_random}
 
 
+def model_fingerprint(name_or_path: str) -> str | None:
+    """12 hex digits identifying the files behind a model (configs and weights; the random
+    baseline is keyed by the architecture it copies), or None for a model defined by code alone
+    (``tiny``) or a name that is no local path. Files over 64 MiB are keyed by name, size and
+    their first and last MiB, so a multi-GB checkpoint is not read whole."""
+    import hashlib
+
+    root = REFERENCE_WORLD_DIR if name_or_path in ("reference-world", "reference-world-random") else \
+        Path(name_or_path).expanduser()
+    if name_or_path in MODELS and root != REFERENCE_WORLD_DIR or not root.exists():
+        return None
+    files = sorted(p for p in (root.rglob("*") if root.is_dir() else [root])
+                   if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".pt", ".pth", ".yaml"))
+    if not files:
+        return None
+    h = hashlib.sha256(name_or_path.encode() if name_or_path in MODELS else b"")
+    for p in files:
+        size = p.stat().st_size
+        h.update(f"{p.relative_to(root) if root.is_dir() else p.name}:{size}".encode())
+        with p.open("rb") as f:
+            if size <= 64 * 2**20:
+                h.update(f.read())
+            else:
+                h.update(f.read(2**20))
+                f.seek(-(2**20), 2)
+                h.update(f.read())
+    return h.hexdigest()[:12]
+
+
 def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> LoadedModel:
     """Resolve a model name (``tiny``) or anything ``inferix.models.build_model`` accepts.
 

@@ -168,6 +168,8 @@ def make_run_spec(
     A suite given as a file path is stored as an absolute path so a resumed run finds it
     from any working directory.
     """
+    from worldolympiad.models.base import model_fingerprint
+
     suite_ref = suite
     p = Path(suite)
     if p.suffix.lower() == ".json" or p.is_file() or "/" in suite:
@@ -182,6 +184,7 @@ def make_run_spec(
         track_versions=tuple((t, _track_version(t)) for t in tracks),
         package_versions=tuple(sorted(_package_versions().items())),
         git_hash=_git_hash(),
+        model_fingerprint=model_fingerprint(model),
     )
 
 

@@ -461,7 +461,9 @@ class RunSpec:
     """A frozen recipe for one evaluation run (HELM-style).
 
     The :attr:`hash` covers everything that changes the numbers (model, suite, tracks and
-    their versions, seeds, judge, options). Provenance (``package_versions``, ``git_hash``)
+    their versions, seeds, judge, options, and the model's weights where the model can
+    fingerprint them: ``model_fingerprint``, so new weights behind the same spec start a new
+    run instead of resuming the old one's rows). Provenance (``package_versions``, ``git_hash``)
     is recorded but not hashed, so a rerun after an unrelated commit resumes the same
     run directory.
     """
@@ -475,9 +477,11 @@ class RunSpec:
     track_versions: tuple[tuple[str, str], ...] = ()
     package_versions: tuple[tuple[str, str], ...] = ()
     git_hash: str | None = None
+    model_fingerprint: str | None = None
 
     def _hashed(self) -> dict[str, Any]:
-        return {
+        fp = {"model_fingerprint": self.model_fingerprint} if self.model_fingerprint else {}
+        return fp | {
             "model": self.model,
             "suite": self.suite,
             "tracks": list(self.tracks),
@@ -522,6 +526,7 @@ class RunSpec:
             track_versions=tuple((k, v) for k, v in d.get("track_versions", ())),
             package_versions=tuple(sorted((d.get("package_versions") or {}).items())),
             git_hash=d.get("git_hash"),
+            model_fingerprint=d.get("model_fingerprint"),
         )
 
 

@@ -95,3 +95,31 @@ def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(mode
     m2.close()
     monkeypatch.setattr(lm, "cache_policy", None)
     assert model._engine(lm.latent_hw, 8).config.policy.window == 9  # nothing set: rolling:9
+
+
+def test_new_weights_behind_the_same_spec_start_a_new_run_instead_of_resuming(tmp_path):
+    """The run hash covers the weights of an ``inferix:`` model: editing the bundle gives another run
+    directory (a resumed run would otherwise serve the old weights' rows); docs do not count."""
+    import shutil
+
+    from inferix.registry import REFERENCE_WORLD_DIR
+    from worldolympiad.evaluator import make_run_spec
+    from worldolympiad.types import RunSpec
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(REFERENCE_WORLD_DIR, bundle)
+    spec = f"inferix:{bundle}"
+    first = make_run_spec(spec, "smoke", ["interaction"])
+    assert first.model_fingerprint and RunSpec.from_dict(first.to_dict()).hash == first.hash
+    (bundle / "MODEL_CARD.md").write_text("edited")
+    assert make_run_spec(spec, "smoke", ["interaction"]).hash == first.hash
+    weights = bundle / "diffusion_pytorch_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    assert make_run_spec(spec, "smoke", ["interaction"]).hash != first.hash
+    # specs whose kind cannot fingerprint keep the hash they always had
+    plain = make_run_spec("reference", "smoke", ["interaction"])
+    assert plain.model_fingerprint is None and "model_fingerprint" not in plain.to_dict()
+    assert make_run_spec("inferix:reference-world", "smoke", ["interaction"]).hash != \
+        make_run_spec("inferix:reference-world-random", "smoke", ["interaction"]).hash

@@ -98,6 +98,21 @@ class WorldModel:
         """Release resources (GPU memory, subprocesses)."""
 
 
+def model_fingerprint(spec: str) -> str | None:
+    """A short digest of the files behind a model SPEC (weights, configs), or None when its kind
+    cannot tell (its factory has no ``fingerprint(arg)`` classmethod) or the spec is unknown.
+    Part of the run hash, so a resumed run never mixes rows from other weights."""
+    from worldolympiad.registries import MODELS, parse_spec
+
+    try:
+        prefix, arg = parse_spec(spec)
+        factory = MODELS.get(prefix)
+    except Exception:  # noqa: BLE001 - an unknown spec fails later, at build_model, with the real message
+        return None
+    fingerprint = getattr(factory, "fingerprint", None)
+    return fingerprint(arg) if callable(fingerprint) else None
+
+
 def build_model(spec: str, **options: Any) -> WorldModel:
     """Resolve a model SPEC (``videos:DIR``, ``reference``, ``perturbed:NAME@S``...) to a model.
 

@@ -59,6 +59,13 @@ class InferixModel(WorldModel):
 
     interactive: ClassVar[bool] = True
 
+    @classmethod
+    def fingerprint(cls, arg: str | None) -> str | None:
+        """Digest of the weights and configs behind ``inferix:ARG`` (``inferix.registry.model_fingerprint``)."""
+        from inferix.registry import model_fingerprint
+
+        return model_fingerprint(arg) if arg else None
+
     def __init__(self, arg: str | None, **options: Any) -> None:
         self.model_name = arg or "tiny"
         from worldolympiad.evaluator import resolve_device
