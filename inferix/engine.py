@@ -283,7 +283,7 @@ class Engine:
             s.anchor = latents[:, :, -1:]
         from inferix.models.vae import to_uint8
 
-        s.prefix_frames = to_uint8(s.decoder.decode(latents.to(self.device, self.model.dtype)))[0].cpu().numpy()
+        s.prefix_frames = to_uint8(s.decoder.decode(latents))[0].cpu().numpy()
 
     def pause(self, session_id: str) -> None:
         """Stop scheduling a session (its KV cache stays)."""
@@ -540,7 +540,7 @@ class Engine:
         # the clean pass wrote this block's keys/values: make them visible, evict by policy
         s.timings["cache_update"] += seconds
         self.kv.commit(s.id, self.config.block_frames)
-        if s.anchor is not None:
+        if self.model.config.conditions_on_previous_frame:
             s.anchor = s.x[:, :, -1:]
         t0 = time.perf_counter()
         from inferix.models.vae import to_uint8

@@ -238,6 +238,9 @@ def generate_blocks(
         clean.append(x0)
         clean_actions.append(act)
         clean_anchors.append(anc)
+        if conditioned:  # the next block is conditioned on this one's last frame
+            nonlocal anchor
+            anchor = x0[:, :, -1:]
         sizes.append(x0.shape[2] // pt)
         timings["commit"] += time.perf_counter() - t0
 
@@ -266,8 +269,6 @@ def generate_blocks(
             pos = torch.arange(pos0, pos0 + z.shape[2] // pt, device=device).expand(b, -1)
             # conditioning frames are their own anchor (as the recipe trains its prefix)
             commit_block(z, to_kv(texts[0]), actions[0], pos, z[:, :, :1] if conditioned else None)
-            if conditioned:
-                anchor = z[:, :, -1:]
             decode(z)
             pos0 += z.shape[2] // pt
 
@@ -291,8 +292,6 @@ def generate_blocks(
                 x = sampler.step(x, v, i, noise)
             timings["denoise"] += time.perf_counter() - t0
             commit_block(x, kv, act, pos, anchor)
-            if conditioned:
-                anchor = x[:, :, -1:]
             px = decode(x)
             pos0 += fp
             if on_block is not None:

@@ -230,6 +230,9 @@ def _reference_world_random(device: str = "cpu", seed: int = 0, **_: Any) -> Loa
 MODELS: dict[str, Callable[..., LoadedModel]] = {"tiny": _tiny, "reference-world": _reference_world,
                                                  "reference-world-random": _reference_world_random}
 
+# the files behind the named models that have any (``tiny`` is code only)
+_BUNDLE_DIRS = {"reference-world": REFERENCE_WORLD_DIR, "reference-world-random": REFERENCE_WORLD_DIR}
+
 
 def model_fingerprint(name_or_path: str) -> str | None:
     """12 hex digits identifying the files behind a model (configs and weights; the random
@@ -238,15 +241,15 @@ def model_fingerprint(name_or_path: str) -> str | None:
     their first and last MiB, so a multi-GB checkpoint is not read whole."""
     import hashlib
 
-    root = REFERENCE_WORLD_DIR if name_or_path in ("reference-world", "reference-world-random") else \
-        Path(name_or_path).expanduser()
-    if name_or_path in MODELS and root != REFERENCE_WORLD_DIR or not root.exists():
+    named = name_or_path in MODELS
+    root = _BUNDLE_DIRS.get(name_or_path) if named else Path(name_or_path).expanduser()
+    if root is None or not root.exists():
         return None
     files = sorted(p for p in (root.rglob("*") if root.is_dir() else [root])
                    if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".pt", ".pth", ".yaml"))
     if not files:
         return None
-    h = hashlib.sha256(name_or_path.encode() if name_or_path in MODELS else b"")
+    h = hashlib.sha256(name_or_path.encode() if named else b"")
     for p in files:
         size = p.stat().st_size
         h.update(f"{p.relative_to(root) if root.is_dir() else p.name}:{size}".encode())

@@ -170,13 +170,6 @@ def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) ->
     model.load_state_dict(state)
 
 
-def _bundle_prediction(path: str | None) -> str | None:
-    """``prediction`` of the exported bundle at ``path`` (None without one)."""
-    if not path or not (Path(path) / "config.json").is_file():
-        return None
-    return str(json.loads((Path(path) / "config.json").read_text()).get("prediction", "velocity"))
-
-
 @dataclass
 class TrainState:
     """Bookkeeping that a checkpoint restores."""
@@ -199,6 +192,7 @@ class Trainer:
 
         import torch
 
+        from inferix.models.configs import WanConfig
         from inferix.train.bundle import bundle_from_config, codec_from_config
         from inferix.train.data import ClipDataset
 
@@ -221,7 +215,8 @@ class Trainer:
             if not weights.is_file():
                 raise FileNotFoundError(f"init_from {cfg.init_from!r} has no {weights.name} (give an exported bundle)")
             load_init_weights(self.lm.model, load_file(str(weights)))
-        if self.lm.model.config.prediction == "anchor_residual" and _bundle_prediction(cfg.init_from) != "anchor_residual":
+        if self.lm.model.config.prediction == "anchor_residual" and not (
+                cfg.init_from and WanConfig.from_json(Path(cfg.init_from) / "config.json").prediction == "anchor_residual"):
             # a fresh change head: the stage starts as "repeat the last frame" (on an earlier stage's trunk)
             import torch
 
