@@ -103,6 +103,7 @@ def generate_blocks(
     negative_text: TextInput | None = None,
     uncond_backend: AttentionBackend | None = None,
     first_frame: torch.Tensor | None = None,
+    first_latents: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     recompute: bool = False,
     on_block: Callable[[int, torch.Tensor, torch.Tensor | None], None] | None = None,
@@ -126,6 +127,8 @@ def generate_blocks(
         negative_text: unconditional text for classifier-free guidance (``sampler.guidance_scale != 1``).
         uncond_backend: cache of the unconditional branch (default: a fresh one).
         first_frame: ``[B, 3, 1, H, W]`` pixels in [-1, 1] for image-to-video (needs ``vae``).
+        first_latents: ``[B, C, f, h, w]`` clean latents of the prefix instead of ``first_frame``
+            (already encoded, e.g. the training recipe's rollouts).
         generator: CPU generator for all noise (same generator state -> same video).
         recompute: no cache; every call recomputes the clean past with a block-causal mask.
         on_block: called after each block with ``(block_index, latents [B, C, bf, h, w], pixels or None)``.
@@ -256,10 +259,15 @@ def generate_blocks(
 
     with torch.no_grad():
         # -- image-to-video prefix --------------------------------------------------------------
-        if first_frame is not None:
-            if vae is None:
+        if first_frame is not None and first_latents is not None:
+            raise ValueError("give first_frame or first_latents, not both")
+        if first_frame is not None or first_latents is not None:
+            if first_latents is not None:
+                z = first_latents.to(device, model.dtype)
+            elif vae is None:
                 raise ValueError("first_frame needs a vae to encode it")
-            z = vae.encode(first_frame.to(device)).to(model.dtype)  # [B, C, 1, h, w]
+            else:
+                z = vae.encode(first_frame.to(device)).to(model.dtype)  # type: ignore[union-attr]  # [B, C, 1, h, w]
             if z.shape[0] != b or tuple(z.shape[-2:]) != (h, w):
                 raise ValueError(f"first_frame encodes to {tuple(z.shape)}, expected batch {b} and latent {latent_hw}")
             if z.shape[2] % pt:

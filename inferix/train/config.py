@@ -40,7 +40,9 @@ class DataConfig:
 
     Attributes:
         roots: folders written by ``worldolympiad scenarios render`` (each has ``suite.json``).
-        weights: sampling weight per scenario family (``gaming``, ``robotics``...); 1 if absent.
+        weights: sampling weight per scenario family (``gaming``, ``robotics``...) or per generator
+            (``gaming.atari_pong``: the case's ``metadata.generator``, which wins over its family's);
+            1 if absent.
         block_frames: latent frames per generated block (= the engine's ``block_frames``).
         blocks_per_clip: generated blocks per training clip (after the 1-frame clean prefix).
         caption_dropout: probability of training a clip with the empty caption.
@@ -157,6 +159,11 @@ class OptimConfig:
             channels): pixels that change between frames — where the action shows — count more than
             the static background a copying model already gets right.
         motion_weight_from_step: step at which ``motion_weight`` switches on.
+        rollout: probability per clip that its first blocks are the model's own few-step generation
+            (no gradient) instead of the reference — scheduled sampling on the context: the model
+            meets its own blurred, dimmed output as context and is taught to restore from it what
+            the reference holds, instead of compounding it (what makes sprites and falling objects
+            fade over a few blocks). Costs a no-grad rollout of up to K-1 blocks per step.
         log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
         eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
         threads: torch CPU threads (0 = leave torch's default).
@@ -175,6 +182,7 @@ class OptimConfig:
     context_noise_from_step: int = 0
     motion_weight: float = 0.0
     motion_weight_from_step: int = 0
+    rollout: float = 0.0
     log_every: int = 10
     ckpt_every: int = 200
     eval_every: int = 0

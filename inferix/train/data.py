@@ -70,6 +70,13 @@ def read_cases(root: str | Path) -> list[tuple[dict[str, Any], Path]]:
     return out
 
 
+def _weight_keys(v: VideoRecord) -> list[str]:
+    """``data.weights`` keys that apply to ``v``, most specific first: generator (``mechanics.bounce``),
+    its family (``mechanics``), scenario (``realworld``)."""
+    keys = [v.generator, v.generator.split(".")[0]] if v.generator else []
+    return [*keys, v.scenario]
+
+
 def _action_name(action: Any) -> str | None:
     if isinstance(action, dict):
         action = action.get("name", action.get("action"))
@@ -89,6 +96,8 @@ class VideoRecord:
         latents: ``float32 [T, C, h, w]`` codec latents of ``frames`` once
             :meth:`ClipDataset.encode_latents` ran (a learned codec is frozen while the DiT trains,
             so every frame is encoded once instead of every step).
+        generator: the scenario generator that rendered it (``gaming.atari_pong``...; the case's
+            ``metadata.generator``), empty when the case does not say.
     """
 
     case_id: str
@@ -97,6 +106,7 @@ class VideoRecord:
     action_ids: np.ndarray
     captions: list[str]
     latents: np.ndarray | None = None
+    generator: str = ""
 
     @property
     def hw(self) -> tuple[int, int]:
@@ -161,6 +171,11 @@ class ClipDataset:
                              + "; add them to actions.vocabulary or map them in actions.map of the config")
         if not self.videos:
             raise ValueError(f"no video with at least {self.clip_frames} frames under {data.roots}")
+        known = {k for v in self.videos for k in _weight_keys(v)}
+        unused = sorted(set(data.weights) - known)
+        if unused:  # a misspelt or wrong-level key would otherwise be a silent no-op
+            logger.warning("data.weights keys %s match no video (its generators, families and scenarios: %s)",
+                           unused, ", ".join(sorted(known)))
         self.groups: dict[tuple[int, int], list[int]] = {}
         for i, v in enumerate(self.videos):
             self.groups.setdefault(v.hw, []).append(i)
@@ -200,7 +215,8 @@ class ClipDataset:
             s, e = int(ch["frame_start"]), min(int(ch["frame_end"]), t)
             ids[s:e] = a
             caps[s:e] = [str(ch.get("caption") or case.get("prompt", ""))] * max(0, e - s)
-        return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps)
+        generator = str((case.get("metadata") or {}).get("generator", ""))
+        return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps, generator=generator)
 
     def encode_latents(self, codec: Any, batch: int = 32, progress: bool = False) -> None:
         """Encode every frame once with the (frozen) ``codec``; later batches are cut from the cache."""
@@ -216,9 +232,11 @@ class ClipDataset:
 
     # ------------------------------------------------------------------ sampling
     def _weight(self, i: int) -> float:
-        """Sampling weight of video ``i``: its scenario's weight times its length (so frames count evenly)."""
+        """Sampling weight of video ``i``: the weight of its generator, else of the generator's family,
+        else of its scenario (:func:`_weight_keys`), times its length (so frames count evenly)."""
         v = self.videos[i]
-        return float(self.data.weights.get(v.scenario, 1.0)) * len(v.frames)
+        key = next((k for k in _weight_keys(v) if k in self.data.weights), None)
+        return (1.0 if key is None else float(self.data.weights[key])) * len(v.frames)
 
     def draw_videos(self, batch_size: int, generator: torch.Generator) -> tuple[tuple[int, int], list[int]]:
         """``(grid, video indices)``: one grid group drawn by total weight, then ``batch_size`` of its

@@ -82,9 +82,26 @@ def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: 
     return sigma.masked_fill(clean, 0.0)
 
 
+def rollout_context(lm: LoadedModel, clip: Clip, x0: torch.Tensor, block_frames: int, num_blocks: int, text: Any,
+                    generator: torch.Generator) -> torch.Tensor:
+    """The model's own generation of a clip's first ``num_blocks`` blocks ``[B, C, num_blocks * bf, h, w]``:
+    from the clean prefix ``x0[:, :, :1]``, with each block's action and the clip's caption, through the
+    engine's pipeline (KV cache, the bundle's few-step sampler; no gradients) — the context the model
+    will meet at generation time."""
+    from inferix.pipeline import generate_blocks
+    from inferix.schedulers import FlowMatchSampler
+
+    acts = [clip.actions[:, 1 + k * block_frames] for k in range(num_blocks)]
+    res = generate_blocks(lm.model, None, text, num_blocks, block_frames, FlowMatchSampler(tuple(lm.timesteps)),
+                          latent_hw=(int(x0.shape[-2]), int(x0.shape[-1])), batch_size=int(x0.shape[0]),
+                          action=acts, first_latents=x0[:, :, :1], generator=generator)
+    return res.latents[:, :, 1:].to(x0.dtype)
+
+
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
                            teacher_forcing: float, generator: torch.Generator,
-                           context_noise: float = 0.0, motion_weight: float = 0.0) -> torch.Tensor:
+                           context_noise: float = 0.0, motion_weight: float = 0.0,
+                           rollout: float = 0.0) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -97,6 +114,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         generator: CPU generator for noise levels, noise and positions.
         context_noise: max std of the noise put on clean (t = 0) context frames (0 = none).
         motion_weight: extra loss weight on pixels that change from the previous frame (0 = none).
+        rollout: probability per clip that its first ``j`` blocks (``j`` uniform in 1..K-1) are the
+            model's own generation (:func:`rollout_context`) instead of the reference, as clean
+            context for the rest, whose targets stay the reference (0 = never).
     """
     import torch
 
@@ -109,15 +129,28 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     blocks = (f - 1) // block_frames
     sig_b = sample_block_sigmas(b, blocks, shift, teacher_forcing, generator)  # [B, K]
     sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)  # [B, F]
+    ctx = x0  # the clean frames as the model sees them in its context
+    if rollout > 0 and blocks > 1:
+        roll = torch.rand(b, generator=generator) < rollout
+        j = torch.randint(1, blocks, (b,), generator=generator)  # generated context blocks; >= 1 stays noisy
+        if bool(roll.any()):
+            n = int(j[roll].max())
+            gen = rollout_context(lm, clip, x0, block_frames, n, text, generator)  # [B, C, n * bf, h, w], no grad
+            own = roll[:, None] & (torch.arange(blocks)[None] < j[:, None])  # [B, K] blocks to replace
+            sig_b = sig_b.masked_fill(own, 0.0)
+            sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)
+            use = own.repeat_interleave(block_frames, 1)[:, : n * block_frames].to(device)[:, None, :, None, None]
+            ctx = x0.clone()
+            ctx[:, :, 1 : 1 + n * block_frames] = torch.where(use, gen, x0[:, :, 1 : 1 + n * block_frames])
     noise = torch.randn(x0.shape, generator=generator).to(device)
     s = sig_f[:, None, :, None, None]
-    x_t = (1 - s) * x0 + s * noise
-    seen = x0  # the clean frames as the model sees them in its context
+    x_t = (1 - s) * ctx + s * noise
+    seen = ctx
     if context_noise > 0:  # corrupt the t = 0 context only; the targets stay the clean x0
         std = torch.rand(b, generator=generator) * context_noise
         extra = torch.randn(x0.shape, generator=generator).to(device) * std.to(device)[:, None, None, None, None]
         x_t = torch.where(s == 0, x_t + extra, x_t)
-        seen = x0 + extra
+        seen = ctx + extra
     anchor = None
     if model.config.conditions_on_previous_frame:
         # every frame of block k sees the last frame before the block (frame k * bf; the prefix sees
@@ -271,7 +304,7 @@ class Trainer:
         motion = t.motion_weight if self.state.step >= t.motion_weight_from_step else 0.0
         loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
                                       shift=t.timestep_shift, teacher_forcing=t.teacher_forcing, generator=self.gen,
-                                      context_noise=ctx_noise, motion_weight=motion)
+                                      context_noise=ctx_noise, motion_weight=motion, rollout=t.rollout)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

@@ -291,6 +291,98 @@ def test_previous_frame_recipe_anchors_each_block_on_the_frame_before_it(toy_roo
                                    base.ema(x, t, ctx, action=act), atol=1e-6, rtol=0)
 
 
+def test_rollout_trains_the_next_block_on_the_models_own_context(toy_root: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``train.rollout``: the first block of context is the model's own pipeline generation from the clean
+    prefix with the clip's block actions, labelled clean (t = 0); the next block anchors on its last frame
+    and is still trained toward the reference."""
+    from inferix.pipeline import generate_blocks
+    from inferix.schedulers import FlowMatchSampler
+    from inferix.train import recipe
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, diffusion_forcing_loss, rollout_context
+
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual")
+    tr = Trainer(config_from_dict(raw))
+    clip = tr.data.sample(2, torch.Generator().manual_seed(0))
+    text = tr.text(clip.captions)
+    x0 = tr.lm.codec.encode(clip.pixels)  # [2, 48, 5, 8, 8]: prefix + 2 blocks of 2 frames
+
+    # the engine's generation from the prefix latents == from the prefix pixels through the codec
+    with torch.no_grad():
+        tr.lm.model.proj_out.weight.normal_(std=0.05)  # a head that changes frames
+    gen = rollout_context(tr.lm, clip, x0, 2, 1, text, torch.Generator().manual_seed(5))
+    ref = generate_blocks(tr.lm.model, tr.lm.codec, text, 1, 2, FlowMatchSampler(tuple(tr.lm.timesteps)),
+                          latent_hw=(8, 8), batch_size=2, action=[clip.actions[:, 1]],
+                          first_frame=clip.pixels[:, :, :1], generator=torch.Generator().manual_seed(5))
+    assert gen.shape == (2, 48, 2, 8, 8)
+    torch.testing.assert_close(gen, ref.latents[:, :, 1:], atol=1e-5, rtol=1e-5)
+    assert (gen - x0[:, :, 1:3]).abs().max() > 0.05  # a generation, not the reference
+    with pytest.raises(ValueError, match="not both"):
+        generate_blocks(tr.lm.model, None, text, 1, 2, FlowMatchSampler((1000.0,)), latent_hw=(8, 8), batch_size=2,
+                        action=[clip.actions[:, 1]], first_frame=clip.pixels[:, :, :1], first_latents=x0[:, :, :1])
+
+    # the loss: block 0 is the rollout at t = 0, block 1 anchors on its last frame, the target is the reference
+    with torch.no_grad():
+        tr.lm.model.proj_out.weight.zero_()  # x0 = anchor: the loss is |anchor - reference|^2
+    rolled = {}
+
+    def record(*args, **kwargs):
+        rolled["gen"] = out = rollout_context(*args, **kwargs)
+        return out
+
+    monkeypatch.setattr(recipe, "rollout_context", record)
+    calls = []
+    orig = tr.lm.model.forward
+
+    def spy(*args, **kwargs):
+        calls.append((args[0], args[1], args[6]))
+        return orig(*args, **kwargs)
+
+    tr.lm.model.forward = spy
+    loss = diffusion_forcing_loss(tr.lm, clip, 2, text, shift=1.0, teacher_forcing=0.0,
+                                  generator=torch.Generator().manual_seed(1), rollout=1.0)
+    del tr.lm.model.forward
+    x_t, t, anchor = calls[-1]  # the training call comes after the rollout's
+    g = rolled["gen"]
+    assert torch.equal(t[:, 1:3], torch.zeros(2, 2)) and bool((t[:, 3:] > 0).all())
+    assert torch.equal(x_t[:, :, 1:3], g)
+    assert torch.equal(anchor[:, :, 3:], g[:, :, 1:2].expand(-1, -1, 2, -1, -1))
+    torch.testing.assert_close(loss, ((g[:, :, 1:2] - x0[:, :, 3:]) ** 2).mean(), atol=1e-6, rtol=1e-5)
+
+    # rollout 0 never generates
+    rolled.clear()
+    diffusion_forcing_loss(tr.lm, clip, 2, text, shift=1.0, teacher_forcing=0.0,
+                           generator=torch.Generator().manual_seed(1), rollout=0.0)
+    assert not rolled
+
+
+def test_sampling_weights_take_the_most_specific_key(toy_root: Path, tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """``data.weights`` by generator, then its family, then scenario; a key that matches no video is named."""
+    import logging
+    import shutil
+
+    from inferix.train.data import ClipDataset
+
+    root = tmp_path / "render"
+    shutil.copytree(toy_root, root)
+    for i, gen in enumerate(["gaming.atari_pong", "gaming.maze", "mechanics.bounce", ""]):
+        p = root / "cases" / f"toy-{i}.json"
+        case = json.loads(p.read_text())
+        case["metadata"] = {"generator": gen} if gen else {}
+        p.write_text(json.dumps(case))
+    cfg = toy_config(tmp_path, root)
+    cfg.data.weights = {"gaming.atari_pong": 8.0, "gaming": 3.0, "mechanics": 2.0, "physics": 5.0}
+    with caplog.at_level(logging.WARNING, logger="inferix.train.data"):
+        data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    weights = {v.case_id: data._weight(i) / len(v.frames) for i, v in enumerate(data.videos)}
+    # pong by its generator, the maze by its family, bounce by its family, the last by its scenario
+    assert weights == {"toy-0": 8.0, "toy-1": 3.0, "toy-2": 2.0, "toy-3": 3.0}
+    assert "['physics']" in caplog.text and "match no video" in caplog.text
+
+
 def test_anchor_residual_stage_starts_as_repeat_the_last_frame_with_an_x0_loss(toy_root: Path, tmp_path: Path) -> None:
     """An ``anchor_residual`` stage on an earlier velocity stage keeps the trunk, zeroes the head (its
     step-0 rollout repeats the first frame) and trains on the x0 error of the implied prediction."""
@@ -449,7 +541,7 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
     assert all(not p.requires_grad for p in codec.ae.parameters())  # frozen again for serving
 
 
-@pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_ae"])
+@pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_96r", "reference_world_ae"])
 def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
     """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
     every stage runs and the DiT loss falls within a few steps. Only data, output folder, step

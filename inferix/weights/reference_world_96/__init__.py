@@ -1,0 +1,1 @@
+"""The reference world model bundle (see MODEL_CARD.md); data only."""
