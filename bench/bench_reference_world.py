@@ -6,14 +6,20 @@
    and per game; plus two ceilings: the reference squeezed through the model's generation size
    (``reference@Npx``) and, in addition, through its codec (``reference@codec``: what a perfect
    DiT would score — for a learned codec this is the first number to check).
-2. **60 s generation** with ``reference-world`` through the engine (rolling KV window): FPS
+2. **One block from a clean frame** (``--one-block``): per game, one block generated from a single
+   reference frame with its chunk's action and caption (the engine's pipeline and sampler), scored
+   on the latent cells that change in the reference: the model's squared error over that of
+   repeating the frame (1 = no better than copying it, 0 = exact), and its error on the cells
+   that do not change. This separates "does not learn the move" from "compounds its own errors
+   over a rollout", which direction accuracy mixes.
+3. **60 s generation** with ``reference-world`` through the engine (rolling KV window): FPS
    (decode included), KV bytes per block (flat = bounded memory), and peak RSS of a 60 s vs a
    5 s ``inferix generate`` run, each in a fresh process.
 
 Usage::
 
     python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--model-dir DIR]
-        [--skip-fps] [--json out.json] [--strips DIR]
+        [--skip-fps] [--one-block] [--json out.json] [--strips DIR]
 
 ``--suite-dir`` is a folder written by ``worldolympiad scenarios render gaming DIR`` (rendered
 there when missing). ``--model-dir`` evaluates an exported bundle (``inferix:DIR``) instead of
@@ -187,6 +193,57 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
     return out
 
 
+def one_block(model_dir: str | None, cases: list[Any], change: float = 0.05) -> dict[str, Any]:
+    """Per game: one block from each chunk's first reference frame (see the module docstring).
+
+    ``change``: a latent cell (mean |difference| over channels) counts as changed above this.
+    """
+    import torch
+
+    from inferix.pipeline import generate_blocks
+    from inferix.registry import load_model
+    from inferix.schedulers import FlowMatchSampler
+    from worldolympiad.video.io import read_video
+
+    lm = load_model(model_dir or "reference-world")
+    bf = lm.block_frames
+    if lm.pixel_frames(1) != bf:
+        return {"status": "not_applicable", "reason": "the codec is not one latent per frame"}
+    sampler = FlowMatchSampler(tuple(lm.timesteps))
+    sums: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4))  # model, copy on changed; model static, cells
+    t0 = time.perf_counter()
+    for case in cases:
+        ref = read_video(case.resolve(case.reference)).frames
+        hw = lm.latent_hw_for(tuple(ref.shape[1:3]))
+        for chunk in case.chunks:
+            s = chunk.frame_start
+            if s + 1 + bf > min(chunk.frame_end, len(ref)):
+                continue
+            ctx = lm.encode_image(ref[s], hw)  # [1, C, 1, h, w]
+            target = torch.cat([lm.encode_image(ref[s + 1 + k], hw) for k in range(bf)], 2)
+            action = lm.action_encoder(chunk.action) if lm.action_encoder is not None else None
+            res = generate_blocks(lm.model, None, lm.text_encoder(chunk.caption or case.prompt), 1, bf, sampler,
+                                  latent_hw=hw, action=[action], first_latents=ctx,
+                                  generator=torch.Generator().manual_seed(0))
+            gen = res.latents[:, :, 1:].float()
+            moved = (target - ctx).abs().mean(1) > change  # [1, bf, h, w]
+            err = ((gen - target) ** 2).mean(1)
+            copy = ((ctx - target) ** 2).mean(1)
+            acc = sums[_game(case)]
+            acc += [float(err[moved].sum()), float(copy[moved].sum()), float(err[~moved].sum()), float((~moved).sum())]
+
+    def ratios(a: np.ndarray) -> dict[str, float | None]:
+        return {"change_error_vs_copy": round(float(a[0] / a[1]), 3) if a[1] else None,
+                "static_mse": round(float(a[2] / a[3]), 5) if a[3] else None}
+
+    per_game = {g: ratios(a) for g, a in sorted(sums.items())}
+    total = np.sum(list(sums.values()), axis=0) if sums else np.zeros(4)
+    out: dict[str, Any] = {**ratios(total), "per_game": per_game, "seconds": round(time.perf_counter() - t0, 1)}
+    print(f"one block from a clean frame ({model_dir or 'reference-world'}): changed-cell error / copy error "
+          f"{out['change_error_vs_copy']}, static-cell MSE {out['static_mse']}  per game {per_game}", flush=True)
+    return out
+
+
 def _peak_rss(model: str, seconds: float, side: int) -> int:
     code = ("import resource,sys; from inferix.cli import main; rc = main(sys.argv[1:]); "
             "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
@@ -235,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma list; 'ceiling' = the reference squeezed through the model's generation size; "
                          "'codec_ceiling' = also through its codec (encode -> decode): the score of a perfect DiT")
     ap.add_argument("--skip-fps", action="store_true")
+    ap.add_argument("--one-block", action="store_true",
+                    help="also score one block from a clean reference frame per chunk (change error vs copying)")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--strips", default=None,
                     help="folder for one PNG per model and case: 12 generated frames over the reference's")
@@ -251,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
     results: dict[str, Any] = {"cases": len(cases), "direction": direction_accuracy(
         specs, cases, Path(args.strips) if args.strips else None)}
+    if args.one_block:
+        results["one_block"] = one_block(args.model_dir, cases)
     if not args.skip_fps:
         results["streaming"] = streaming(args.model_dir or "reference-world")
     if args.json:
