@@ -1,1 +1,0 @@
-"""The reference world model bundle (see MODEL_CARD.md); data only."""
