@@ -11,7 +11,9 @@ One step, for a batch of clips (``inferix.train.data``: a clean prefix frame + K
     loss    = mean over noisy frames of |v - (noise - x0)|^2  (flow-matching velocity target)
 
 (after ``context_noise_from_step``, clean context frames carry a little Gaussian noise while
-still labelled t = 0: generated context is never exact, and a model that trusts it fully drifts.)
+still labelled t = 0: generated context is never exact, and a model that trusts it fully drifts.
+With ``train.rollout`` the leading context blocks of some clips are the model's own few-step
+generation instead — :func:`rollout_context`, scheduled sampling on the context.)
 
 With ``model.previous_frame: true`` the DiT's input also carries, per frame, the clean frame before
 its block (``anchor``: frame ``k * bf`` for block k, the prefix for itself — what the engine feeds
@@ -128,7 +130,6 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     b, _, f, h, w = x0.shape
     blocks = (f - 1) // block_frames
     sig_b = sample_block_sigmas(b, blocks, shift, teacher_forcing, generator)  # [B, K]
-    sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)  # [B, F]
     ctx = x0  # the clean frames as the model sees them in its context
     if rollout > 0 and blocks > 1:
         roll = torch.rand(b, generator=generator) < rollout
@@ -138,10 +139,10 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
             gen = rollout_context(lm, clip, x0, block_frames, n, text, generator)  # [B, C, n * bf, h, w], no grad
             own = roll[:, None] & (torch.arange(blocks)[None] < j[:, None])  # [B, K] blocks to replace
             sig_b = sig_b.masked_fill(own, 0.0)
-            sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)
             use = own.repeat_interleave(block_frames, 1)[:, : n * block_frames].to(device)[:, None, :, None, None]
             ctx = x0.clone()
             ctx[:, :, 1 : 1 + n * block_frames] = torch.where(use, gen, x0[:, :, 1 : 1 + n * block_frames])
+    sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)  # [B, F]
     noise = torch.randn(x0.shape, generator=generator).to(device)
     s = sig_f[:, None, :, None, None]
     x_t = (1 - s) * ctx + s * noise
