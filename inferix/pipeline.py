@@ -261,13 +261,12 @@ def generate_blocks(
         # -- image-to-video prefix --------------------------------------------------------------
         if first_frame is not None and first_latents is not None:
             raise ValueError("give first_frame or first_latents, not both")
-        if first_frame is not None or first_latents is not None:
-            if first_latents is not None:
-                z = first_latents.to(device, model.dtype)
-            elif vae is None:
+        if first_frame is not None:
+            if vae is None:
                 raise ValueError("first_frame needs a vae to encode it")
-            else:
-                z = vae.encode(first_frame.to(device)).to(model.dtype)  # type: ignore[union-attr]  # [B, C, 1, h, w]
+            first_latents = vae.encode(first_frame.to(device))  # [B, C, 1, h, w]
+        if first_latents is not None:
+            z = first_latents.to(device, model.dtype)
             if z.shape[0] != b or tuple(z.shape[-2:]) != (h, w):
                 raise ValueError(f"first_frame encodes to {tuple(z.shape)}, expected batch {b} and latent {latent_hw}")
             if z.shape[2] % pt:
