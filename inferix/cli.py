@@ -212,7 +212,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from inferix.train.config import load_config
     from inferix.train.recipe import train
 
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, args.set)
     if args.out_dir:
         cfg.out_dir = str(Path(args.out_dir).resolve())
     logging.getLogger("inferix").setLevel(logging.INFO)
@@ -264,7 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop at this step (default: the config's train.steps); with --resume and the "
                         "current step it only exports")
     t.add_argument("--out-dir", default=None, help="override the config's out_dir")
-    t.add_argument("--device", default="cpu")
+    t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value, parsed as YAML (repeatable): --set train.steps=3000 "
+                        "--set data.roots=[/data/train]; relative paths are from the working directory")
+    t.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (with train.autocast: bf16 on a GPU)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 

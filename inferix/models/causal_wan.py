@@ -520,5 +520,8 @@ class CausalWanModel(nn.Module):
             if sigma.shape[1] > 1:
                 sigma = sigma.repeat_interleave(pt, dim=1)
             sigma = sigma[:, None, :, None, None]
-            x = ((noisy.float() - anchor.float() - x.float()) / sigma).type_as(x)
+            # in the wider of the model's and the latents' dtypes: under bf16 autocast the x0 the
+            # sampler and the loss recover (x_t - sigma v) keeps the latents' precision
+            out = torch.promote_types(x.dtype, noisy.dtype)
+            x = ((noisy.float() - anchor.float() - x.float()) / sigma).to(out)
         return x

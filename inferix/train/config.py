@@ -6,7 +6,7 @@ Sections::
     seed: 0
     out_dir: runs/reference_world        # checkpoints, samples, the exported model
     data:    roots (folders written by `worldolympiad scenarios render`), scenario weights,
-             block_frames, blocks_per_clip, caption_dropout
+             block_frames, blocks_per_clip, caption_dropout, crop, crop_steps, crop_motion
     model:   WanConfig fields of the DiT + codec_patch (pixels per latent cell of the identity codec)
              + max_side (largest generated side in pixels; bigger requests are generated smaller)
     actions: vocabulary (the model's action names), map (scenario action name -> vocabulary name),
@@ -15,8 +15,8 @@ Sections::
     codec:   type identity (pixel patches of model.codec_patch) or tiny_ae (a learned 8x
              autoencoder, trained first as stage 0; see CodecConfig)
     init_from: optional exported bundle to start from (staged training, e.g. 32 px then 64 px)
-    train:   steps, batch_size, lr, warmup, weight_decay, grad_clip, ema, timestep_shift,
-             teacher_forcing, log_every, ckpt_every, eval_every, eval_videos, threads
+    train:   steps, batch_size, lr, warmup, lr_decay, weight_decay, grad_clip, ema, timestep_shift,
+             teacher_forcing, log_every, ckpt_every, eval_every, eval_videos, threads, autocast
 
 Relative paths (``out_dir``, ``data.roots``) are resolved against the config file's folder,
 so a committed config reproduces from any working directory.
@@ -31,7 +31,8 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ActionsConfig", "CodecConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig", "load_config"]
+__all__ = ["ActionsConfig", "CodecConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig",
+           "apply_overrides", "load_config"]
 
 
 @dataclass
@@ -52,6 +53,11 @@ class DataConfig:
             grid at the cost per step of the crop (a multiple of the token size in pixels).
         crop_steps: crop only for the first ``crop_steps`` steps, then whole frames (0 = crop
             throughout): a cheap warm-up, then the whole scene (a crop can miss a sprite at the edge).
+        crop_motion: probability that a crop window is centred on a pixel drawn in proportion to how
+            much it changes over the clip, instead of placed uniformly. A 2-px Atari paddle is in
+            about 15 % of uniform 64 px windows of its frame; centred on change, the windows hold
+            what the action moves (and, in a camera-motion scene, where everything changes, they
+            stay about uniform).
     """
 
     roots: list[str] = field(default_factory=list)
@@ -62,6 +68,7 @@ class DataConfig:
     max_videos: int | None = None
     crop: int = 0
     crop_steps: int = 0
+    crop_motion: float = 0.0
 
 
 @dataclass
@@ -139,8 +146,11 @@ class OptimConfig:
     Attributes:
         steps: optimiser steps.
         batch_size: clips per step.
-        lr: AdamW peak learning rate (linear warm-up over ``warmup`` steps, then constant).
+        lr: AdamW peak learning rate (linear warm-up over ``warmup`` steps, then ``lr_decay``).
         warmup: warm-up steps.
+        lr_decay: after the warm-up, ``constant`` or ``cosine`` (half a cosine from ``lr`` to 0 at
+            ``steps``; a fine-tune that ends at a small step size settles into the minimum a constant
+            rate keeps overshooting).
         weight_decay: AdamW weight decay.
         grad_clip: max gradient norm.
         ema: decay of the exponential moving average of the weights (the exported weights).
@@ -167,12 +177,16 @@ class OptimConfig:
         log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
         eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
         threads: torch CPU threads (0 = leave torch's default).
+        autocast: ``none`` (fp32) or ``bf16`` (the forward and loss under ``torch.autocast`` in
+            bfloat16; weights, optimiser and EMA stay fp32). On CUDA the trainer also allows TF32
+            matmuls. For GPU runs; on a CPU bf16 is usually slower.
     """
 
     steps: int = 1000
     batch_size: int = 8
     lr: float = 1e-3
     warmup: int = 50
+    lr_decay: str = "constant"
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     ema: float = 0.995
@@ -188,6 +202,7 @@ class OptimConfig:
     eval_every: int = 0
     eval_videos: int = 2
     threads: int = 0
+    autocast: str = "none"
 
 
 @dataclass
@@ -300,14 +315,54 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     if cfg.data.block_frames < 1 or cfg.data.blocks_per_clip < 1:
         raise ValueError("data.block_frames and data.blocks_per_clip must be >= 1")
     cfg.wan_config()  # raises on a bad model section
+    if not 0.0 <= cfg.data.crop_motion <= 1.0:
+        raise ValueError(f"data.crop_motion {cfg.data.crop_motion} is a probability: give a value in [0, 1]")
+    if cfg.train.autocast not in ("none", "bf16"):
+        raise ValueError(f"train.autocast must be 'none' or 'bf16', got {cfg.train.autocast!r}")
+    if cfg.train.lr_decay not in ("constant", "cosine"):
+        raise ValueError(f"train.lr_decay must be 'constant' or 'cosine', got {cfg.train.lr_decay!r}")
     if cfg.data.crop and (cfg.data.crop < 0 or cfg.data.crop % cfg.token_pixels):
         raise ValueError(f"data.crop {cfg.data.crop} must be a positive multiple of the token size "
                          f"({cfg.token_pixels} px = codec stride x DiT patch)")
     return cfg
 
 
-def load_config(path: str | Path) -> TrainConfig:
-    """Read a YAML recipe.
+# keys whose relative values an override gives against the working directory (the YAML's own
+# resolve against the config file's folder)
+_PATH_KEYS = {"out_dir", "init_from", "data.roots", "codec.init_from"}
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
+    """Set ``section.key=VALUE`` overrides (VALUE parsed as YAML: ``train.steps=3000``,
+    ``data.roots=[/data/train]``) on a raw recipe dict, in place. Relative paths in path keys
+    (``out_dir``, ``init_from``, ``data.roots``, ``codec.init_from``) are taken from the working
+    directory. Unknown keys are caught by :func:`config_from_dict`.
+
+    Raises:
+        ValueError: an override without ``=`` or that nests under a non-mapping.
+    """
+    import yaml
+
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"override {item!r} must look like section.key=VALUE (e.g. train.steps=3000)")
+        key = key.strip()
+        value = yaml.safe_load(text)
+        if key in _PATH_KEYS and value is not None:
+            value = ([str(Path(v).expanduser().resolve()) for v in value] if isinstance(value, list)
+                     else str(Path(str(value)).expanduser().resolve()))
+        *parents, leaf = key.split(".")
+        node = raw
+        for name in parents:
+            node = node.setdefault(name, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"override {item!r}: {name!r} is not a section")
+        node[leaf] = value
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML recipe, then apply ``overrides`` (see :func:`apply_overrides`).
 
     Raises:
         FileNotFoundError: no such file.
@@ -321,6 +376,7 @@ def load_config(path: str | Path) -> TrainConfig:
     raw = yaml.safe_load(p.read_text()) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"training config {str(p)!r} must be a YAML mapping")
+    apply_overrides(raw, overrides or [])
     cfg = config_from_dict(raw, base=p.resolve().parent)
     cfg.source = str(p.resolve())
     return cfg

@@ -42,11 +42,28 @@ __all__ = ["Clip", "ClipDataset", "VideoRecord", "read_cases", "read_video_rgb"]
 
 
 def read_video_rgb(path: str | Path) -> np.ndarray:
-    """All frames of a video file as ``uint8 [T, H, W, 3]`` RGB (PyAV)."""
-    import av
+    """All frames of a video file as ``uint8 [T, H, W, 3]`` RGB: PyAV, or OpenCV's FFmpeg where PyAV
+    is not installed (a GPU image that ships torch and OpenCV but not PyAV can train without it).
 
-    with av.open(str(path)) as container:
-        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    Raises:
+        ValueError: the file has no decodable frame.
+    """
+    try:
+        import av
+    except ImportError:
+        import cv2
+
+        cap = cv2.VideoCapture(str(path))
+        frames = []
+        while True:
+            ok, bgr = cap.read()
+            if not ok:
+                break
+            frames.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        cap.release()
+    else:
+        with av.open(str(path)) as container:
+            frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     if not frames:
         raise ValueError(f"video {str(path)!r} has no frames")
     return np.stack(frames)
@@ -253,13 +270,23 @@ class ClipDataset:
 
     def _crop(self, clip: np.ndarray, stride: int, generator: torch.Generator) -> np.ndarray:
         """A random ``data.crop``-pixel window of ``clip`` ``[F, H, W, C]`` (cells of ``stride`` pixels);
-        the whole clip when cropping is off or the grid is no larger than the window."""
+        the whole clip when cropping is off or the grid is no larger than the window. With probability
+        ``data.crop_motion`` the window is centred on a cell drawn in proportion to its change over
+        the clip (clamped inside the grid); a clip that does not change gets a uniform window."""
         import torch
 
         if not self.crop:
             return clip
         ch = min(clip.shape[1], self.crop // stride)
         cw = min(clip.shape[2], self.crop // stride)
+        if self.data.crop_motion and float(torch.rand((), generator=generator)) < self.data.crop_motion:
+            change = np.abs(np.diff(clip.astype(np.float32), axis=0)).sum(axis=(0, 3))  # [H, W]
+            if change.sum() > 0:
+                i = int(torch.multinomial(torch.from_numpy(change.ravel()).double(), 1, generator=generator))
+                cy, cx = divmod(i, change.shape[1])
+                y = min(max(cy - ch // 2, 0), clip.shape[1] - ch)
+                x = min(max(cx - cw // 2, 0), clip.shape[2] - cw)
+                return clip[:, y : y + ch, x : x + cw]
         y = int(torch.randint(0, clip.shape[1] - ch + 1, (1,), generator=generator))
         x = int(torch.randint(0, clip.shape[2] - cw + 1, (1,), generator=generator))
         return clip[:, y : y + ch, x : x + cw]

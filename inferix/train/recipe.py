@@ -21,7 +21,9 @@ it at generation time), concatenated along channels like Wan2.1-I2V's image late
 is then a copy within its own token; the loss is spent on what moves. A stage that adds these
 channels to an earlier stage's weights (``init_from``) starts them at zero (:func:`load_init_weights`).
 ``data.crop`` trains on random windows of the grid (the RoPE is relative; generation runs on the
-whole grid).
+whole grid); ``data.crop_motion`` centres most of them on what changes, so a 2-px sprite is not
+left to the few uniform windows that happen to hold it. ``train.lr_decay: cosine`` ends a stage at
+a small step size.
 
 The model, the block-causal mask (``block_causal_mask_from_sizes``, the one the pipeline's
 recompute mode uses), the codec, the text embedding and, in the eval hook, the generation loop
@@ -234,6 +236,9 @@ class Trainer:
             torch.set_num_threads(cfg.train.threads)
         self.cfg = cfg
         self.device = device
+        if device.startswith("cuda"):  # fp32 matmuls on tensor cores (diffusers' --allow_tf32)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         self.out = Path(cfg.out_dir)
         codec = None
         if cfg.codec.type == "tiny_ae" and not cfg.codec.init_from and is_tiny_ae(Path(cfg.out_dir) / "codec"):
@@ -287,9 +292,12 @@ class Trainer:
         return torch.cat([self._text_memo[c] for c in captions])
 
     def lr_at(self, step: int) -> float:
-        """Linear warm-up, then constant."""
+        """Linear warm-up, then constant or (``train.lr_decay: cosine``) half a cosine down to 0 at ``train.steps``."""
         t = self.cfg.train
-        return t.lr * min(1.0, (step + 1) / max(1, t.warmup))
+        if step < t.warmup or t.lr_decay == "constant":
+            return t.lr * min(1.0, (step + 1) / max(1, t.warmup))
+        progress = min(1.0, (step - t.warmup) / max(1, t.steps - t.warmup))
+        return t.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
 
     def train_step(self) -> float:
         """One optimiser step; returns the loss."""
@@ -303,9 +311,11 @@ class Trainer:
             g["lr"] = self.lr_at(self.state.step)
         ctx_noise = t.context_noise if self.state.step >= t.context_noise_from_step else 0.0
         motion = t.motion_weight if self.state.step >= t.motion_weight_from_step else 0.0
-        loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
-                                      shift=t.timestep_shift, teacher_forcing=t.teacher_forcing, generator=self.gen,
-                                      context_noise=ctx_noise, motion_weight=motion, rollout=t.rollout)
+        with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=t.autocast == "bf16"):
+            loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
+                                          shift=t.timestep_shift, teacher_forcing=t.teacher_forcing,
+                                          generator=self.gen, context_noise=ctx_noise, motion_weight=motion,
+                                          rollout=t.rollout)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

@@ -187,10 +187,11 @@ def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path:
 
     from inferix.cli import main
 
-    cfg = toy_config(tmp_path, toy_root, steps=2, eval_every=2)
+    cfg = toy_config(tmp_path, toy_root, steps=5, eval_every=2)
     raw = cfg.to_dict()
     (tmp_path / "toy.yaml").write_text(yaml.safe_dump(raw))
-    assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--no-progress"]) == 0
+    # --set overrides the YAML (5 steps) for this run: it stops, evaluates and exports at step 2
+    assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--no-progress", "--set", "train.steps=2"]) == 0
     run = Path(cfg.out_dir)
     assert (run / "checkpoints" / "latest").read_text() == "step_000002"
     metrics = json.loads((run / "samples" / "step_000002" / "metrics.json").read_text())
@@ -203,7 +204,9 @@ def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path:
     assert [r["step"] for r in log if "loss" in r] == [1, 2]
     assert (run / "model" / "training.json").is_file()
     # --resume at the final step only re-exports
-    assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--resume", "--no-progress"]) == 0
+    assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--resume", "--no-progress",
+                 "--set", "train.steps=2"]) == 0
+    assert (run / "checkpoints" / "latest").read_text() == "step_000002"
 
 
 def test_motion_weight_and_context_noise_change_only_what_they_claim(toy_root: Path, tmp_path: Path) -> None:
@@ -435,6 +438,107 @@ def test_crop_trains_on_windows_of_the_whole_grid(toy_root: Path, tmp_path: Path
         config_from_dict(raw)
 
 
+
+def test_motion_crop_windows_hold_what_moves(toy_root: Path, tmp_path: Path) -> None:
+    """``data.crop_motion: 1`` centres every window on change: a 2-px sprite crossing a large static
+    frame is in every window, where uniform windows mostly miss it; a static clip still gets a window."""
+    from inferix.train.data import ClipDataset
+
+    cfg = toy_config(tmp_path, toy_root)
+    cfg.data.crop = 16
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    clip = np.full((5, 64, 64, 3), 30, np.uint8)
+    for t in range(5):  # a 2 x 2 sprite moving 3 px per frame along row 50
+        clip[t, 50:52, 5 + 3 * t : 7 + 3 * t] = 230
+
+    def hits(motion: float, n: int = 64) -> list[bool]:
+        cfg.data.crop_motion = motion
+        g = torch.Generator().manual_seed(0)
+        out = []
+        for _ in range(n):
+            w = data._crop(clip, 1, g)
+            assert w.shape == (5, 16, 16, 3)
+            out.append(bool((w == 230).any()))
+        return out
+
+    assert all(hits(1.0))
+    assert np.mean(hits(0.0)) < 0.3
+    static = np.full((5, 64, 64, 3), 30, np.uint8)
+    assert data._crop(static, 1, torch.Generator().manual_seed(0)).shape == (5, 16, 16, 3)
+
+
+def test_cosine_lr_decays_from_the_peak_to_zero_after_warmup(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    tr = Trainer(toy_config(tmp_path, toy_root, steps=110, warmup=10, lr_decay="cosine"))
+    lr = tr.cfg.train.lr
+    assert tr.lr_at(4) == pytest.approx(lr / 2)  # warm-up unchanged
+    assert tr.lr_at(10) == pytest.approx(lr)
+    assert tr.lr_at(60) == pytest.approx(lr / 2)
+    assert tr.lr_at(109) < 0.001 * lr
+    lrs = [tr.lr_at(s) for s in range(10, 110)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False))
+    tr.cfg.train.lr_decay = "constant"
+    assert tr.lr_at(109) == lr
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["train"]["lr_decay"] = "linear"
+    with pytest.raises(ValueError, match="lr_decay"):
+        config_from_dict(raw)
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["data"]["crop_motion"] = 1.5
+    with pytest.raises(ValueError, match="crop_motion"):
+        config_from_dict(raw)
+
+
+def test_overrides_set_config_values_and_resolve_paths_from_the_working_directory(
+        toy_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from inferix.train.config import load_config
+
+    (tmp_path / "cfgs").mkdir()
+    path = tmp_path / "cfgs" / "toy.yaml"
+    path.write_text(yaml.safe_dump(toy_config(tmp_path, toy_root).to_dict()))
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(path, ["train.steps=7", "train.autocast=bf16", "data.roots=[data/train]", "out_dir=out"])
+    assert (cfg.train.steps, cfg.train.autocast) == (7, "bf16")
+    assert cfg.data.roots == [str(tmp_path / "data" / "train")] and cfg.out_dir == str(tmp_path / "out")
+    assert cfg.to_dict()["train"]["steps"] == 7  # what the run records is what it ran
+    with pytest.raises(ValueError, match="section.key=VALUE"):
+        load_config(path, ["train.steps"])
+    with pytest.raises(ValueError, match="unknown keys \\['stepz'\\]"):
+        load_config(path, ["train.stepz=3"])
+    with pytest.raises(ValueError, match="autocast"):
+        load_config(path, ["train.autocast=fp8"])
+
+
+def test_bf16_autocast_trains_the_fp32_weights_to_about_the_fp32_loss(toy_root: Path, tmp_path: Path) -> None:
+    """``train.autocast: bf16`` (for GPUs; checked here on the CPU): the first loss matches fp32
+    within bf16 precision, the loss falls, and weights stay fp32."""
+    from inferix.train.recipe import Trainer
+
+    fp32 = Trainer(toy_config(tmp_path / "a", toy_root, steps=30))
+    bf16 = Trainer(toy_config(tmp_path / "b", toy_root, steps=30, autocast="bf16"))
+    first32, first16 = fp32.train_step(), bf16.train_step()
+    assert first16 == pytest.approx(first32, rel=0.05)
+    losses = [first16] + [bf16.train_step() for _ in range(24)]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]), losses
+    assert all(p.dtype == torch.float32 for p in bf16.lm.model.parameters())
+
+
+def test_video_reader_falls_back_to_opencv_without_pyav(toy_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from inferix.train.data import read_video_rgb
+
+    path = toy_root / "videos" / "toy-0.mp4"
+    with_av = read_video_rgb(path)
+    monkeypatch.setitem(sys.modules, "av", None)  # `import av` raises ImportError
+    without = read_video_rgb(path)
+    assert without.shape == with_av.shape == (FRAMES, SIZE, SIZE, 3)
+    assert np.abs(without.astype(int) - with_av).max() <= 2
+
 # -- learned codec (codec.type: tiny_ae) ---------------------------------------------------------
 
 
@@ -541,7 +645,8 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
     assert all(not p.requires_grad for p in codec.ae.parameters())  # frozen again for serving
 
 
-@pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_96r", "reference_world_ae"])
+@pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_96r", "reference_world_96m",
+                                  "reference_world_gpu", "reference_world_ae"])
 def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
     """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
     every stage runs and the DiT loss falls within a few steps. Only data, output folder, step
@@ -551,10 +656,18 @@ def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_ro
 
     cfg = load_config(Path(__file__).parents[2] / "inferix" / "train" / "configs" / f"{name}.yaml")
     assert cfg.train.steps >= 1000  # the real recipe, not a toy
-    cfg.data.roots, cfg.out_dir, cfg.init_from = [str(toy_root)], str(tmp_path / "run"), None
+    cfg.data.roots, cfg.out_dir = [str(toy_root)], str(tmp_path / "run")
     cfg.codec.steps, cfg.codec.decoder_steps, cfg.train.threads = 30, 5, 1
     cfg.train.motion_weight_from_step = cfg.train.context_noise_from_step = 0
+    if cfg.init_from:  # a fine-tune's peak rate is sized for trained weights; from random ones, stage 1's
+        cfg.train.lr = max(cfg.train.lr, 1e-3)
+    cfg.init_from = None
+    # GPU sizes (bf16, batch 32, a 200-step warm-up) at the CPU recipes' sizes; test_bf16_autocast covers bf16
+    cfg.train.autocast = "none"
+    cfg.train.batch_size, cfg.train.warmup = min(cfg.train.batch_size, 8), min(cfg.train.warmup, 50)
     tr = Trainer(cfg)
+    n_params = sum(p.numel() for p in tr.lm.model.parameters())
+    assert 4 * n_params <= 20e6, f"{n_params} fp32 parameters exceed the 20 MB shipped-weights budget"
     if cfg.codec.type == "tiny_ae":
         assert tr.codec_info is not None and tr.codec_info["decoder_steps"] == 5
     losses = [tr.train_step() for _ in range(30)]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Train inferix/train/configs/reference_world_gpu.yaml on one GPU inside a fixed time budget, in
+# one call, and leave the exported bundle and the logs in $OUT (the device tool's return folder).
+#
+# Prepare on the workstation (the device machine has torch and OpenCV but not this project's
+# other dependencies, and reaches no network; the reader falls back to OpenCV without PyAV):
+#   worldolympiad scenarios render inferix/train/configs/reference_world_data .gpu_data/train
+#   echo /.gpu_data/ >> .git/info/exclude          # 21 MB: carried, never committed
+# Then one device call, e.g. run(command="bash scripts/train_reference_world_gpu.sh 420",
+# carry=[".gpu_data"], timeout_s=560). Afterwards, on the workstation:
+#   python bench/bench_reference_world.py --model-dir <files_at>/model --limit 24 --one-block
+#
+# Usage: train_reference_world_gpu.sh [BUDGET_S=420]
+# Environment: OUT (default /tmp/gpu_out), DATA (.gpu_data/train), DEVICE (cuda), PYTHON (python3),
+#   PROBE_STEPS (30), EXTRA (more --set overrides, e.g. for a CPU dry run:
+#   DEVICE=cpu PROBE_STEPS=3 EXTRA="--set train.batch_size=2" bash scripts/train_reference_world_gpu.sh 20).
+set -euo pipefail
+BUDGET=${1:-420}
+OUT=${OUT:-/tmp/gpu_out}
+DATA=${DATA:-.gpu_data/train}
+DEVICE=${DEVICE:-cuda}
+PY=${PYTHON:-python3}
+PROBE_STEPS=${PROBE_STEPS:-30}
+EXTRA=${EXTRA:-}
+CFG=inferix/train/configs/reference_world_gpu.yaml
+WORK=$(mktemp -d)
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+mkdir -p "$OUT/model"
+[ -f "$DATA/suite.json" ] || { echo "no training data at $DATA (render it first; see the header)"; exit 2; }
+$PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" | tee "$OUT/train.log"
+
+# 1. time a short run of the real configuration (the first steps include warm-up, so skip them)
+# shellcheck disable=SC2086
+$PY -m inferix.cli train --config $CFG --device "$DEVICE" --no-progress --out-dir "$WORK/probe" \
+    --set "data.roots=[$DATA]" --set "train.steps=$PROBE_STEPS" --set train.ckpt_every=0 \
+    --set train.log_every=1 $EXTRA >> "$OUT/train.log" 2>&1
+STEPS=$($PY - "$WORK/probe/log.jsonl" "$BUDGET" <<'PY'
+import json, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if "loss" in r]
+a, b = rows[len(rows) // 3], rows[-1]
+per_step = (b["wall_s"] - a["wall_s"]) / max(1, b["step"] - a["step"])
+print(max(1, int(float(sys.argv[2]) / per_step)))
+PY
+)
+echo "probe: $STEPS steps fit in ${BUDGET} s" | tee -a "$OUT/train.log"
+
+# 2. the run: train.steps sized so the cosine decay ends inside the budget
+# shellcheck disable=SC2086
+$PY -m inferix.cli train --config $CFG --device "$DEVICE" --no-progress --out-dir "$WORK/run" \
+    --set "data.roots=[$DATA]" --set "train.steps=$STEPS" $EXTRA >> "$OUT/train.log" 2>&1
+cp "$WORK/run/model/"* "$OUT/model/"
+cp "$WORK/run/log.jsonl" "$OUT/log.jsonl"
+tail -n 3 "$OUT/train.log"
