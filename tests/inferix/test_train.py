@@ -655,7 +655,7 @@ def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_ro
     from inferix.train.recipe import Trainer
 
     cfg = load_config(Path(__file__).parents[2] / "inferix" / "train" / "configs" / f"{name}.yaml")
-    assert cfg.train.steps >= 1000  # the real recipe, not a toy
+    assert cfg.train.steps >= 500  # the real recipe, not a toy (a fine-tune tail runs 700)
     cfg.data.roots, cfg.out_dir = [str(toy_root)], str(tmp_path / "run")
     cfg.codec.steps, cfg.codec.decoder_steps, cfg.train.threads = 30, 5, 1
     cfg.train.motion_weight_from_step = cfg.train.context_noise_from_step = 0
