@@ -221,6 +221,7 @@ class TrainConfig:
     train: OptimConfig = field(default_factory=OptimConfig)
     init_from: str | None = None  # start from these weights (an exported bundle folder), e.g. a lower-resolution stage
     source: str | None = None  # the YAML file it was read from
+    overrides: list[str] = field(default_factory=list)  # the ``--set`` items applied on top of it
 
     @property
     def codec_patch(self) -> int:
@@ -261,6 +262,7 @@ class TrainConfig:
 
         d = asdict(self)
         d.pop("source")
+        d.pop("overrides")
         return d
 
 
@@ -278,7 +280,7 @@ def _section(cls: type, raw: Any, where: str) -> Any:
 
 def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConfig:
     """Build and validate a :class:`TrainConfig`; relative paths resolve against ``base``."""
-    top = {f.name for f in fields(TrainConfig)} - {"source"}
+    top = {f.name for f in fields(TrainConfig)} - {"source", "overrides"}
     unknown = sorted(set(raw) - top)
     if unknown:
         raise ValueError(f"config: unknown top-level keys {unknown}; known: {sorted(top)}")
@@ -379,4 +381,5 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     apply_overrides(raw, overrides or [])
     cfg = config_from_dict(raw, base=p.resolve().parent)
     cfg.source = str(p.resolve())
+    cfg.overrides = list(overrides or [])
     return cfg

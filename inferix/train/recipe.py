@@ -453,7 +453,7 @@ class Trainer:
         path = write_bundle(self.ema, self.cfg, out or self.out / "model", codec=self.lm.codec)
         meta = {"step": self.state.step, "wall_s": round(self.state.wall_s, 1),
                 "final_loss": (sum(self.state.losses[-50:]) / max(1, len(self.state.losses[-50:])))
-                if self.state.losses else None, "config": self.cfg.source}
+                if self.state.losses else None, "config": self.cfg.source, "overrides": self.cfg.overrides}
         (path / "training.json").write_text(json.dumps(meta, indent=1))
         return path
 
@@ -483,7 +483,7 @@ def export_checkpoint(cfg: TrainConfig, checkpoint: str | Path, out: str | Path)
     (path / "training.json").write_text(json.dumps({
         "step": meta["step"], "wall_s": round(float(meta.get("wall_s", 0.0)), 1),
         "final_loss": sum(losses[-50:]) / len(losses[-50:]) if losses else None,
-        "config": cfg.source, "checkpoint": str(ckpt)}, indent=1))
+        "config": cfg.source, "overrides": cfg.overrides, "checkpoint": str(ckpt)}, indent=1))
     return path
 
 

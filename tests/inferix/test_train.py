@@ -202,7 +202,9 @@ def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path:
     assert sample.shape[2] == 2 * SIZE  # generated | reference side by side
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log if "loss" in r] == [1, 2]
-    assert (run / "model" / "training.json").is_file()
+    # the exported model names the recipe and the overrides it was trained with
+    meta = json.loads((run / "model" / "training.json").read_text())
+    assert meta["config"] == str((tmp_path / "toy.yaml").resolve()) and meta["overrides"] == ["train.steps=2"]
     # --resume at the final step only re-exports
     assert main(["train", "--config", str(tmp_path / "toy.yaml"), "--resume", "--no-progress",
                  "--set", "train.steps=2"]) == 0

@@ -123,3 +123,39 @@ def test_new_weights_behind_the_same_spec_start_a_new_run_instead_of_resuming(tm
     assert plain.model_fingerprint is None and "model_fingerprint" not in plain.to_dict()
     assert make_run_spec("inferix:reference-world", "smoke", ["interaction"]).hash != \
         make_run_spec("inferix:reference-world-random", "smoke", ["interaction"]).hash
+
+
+def test_a_case_without_a_conditioning_image_starts_from_its_reference_first_frame(tmp_path):
+    """Registered suites (smoke) carry no conditioning image; the bridge must still give the model the
+    case's first frame (frame 0 of the simulator's reference), as repeat-first-frame gets it. Before
+    the fix the reference world model generated these cases from noise (frame-0 error 46-106 of 255)."""
+    from worldolympiad.models.baselines import first_frame
+    from worldolympiad.suites import load_suite
+
+    case = next(c for c in load_suite("smoke").cases if c.id == "smoke-mechanics-bounce")
+    assert case.conditioning is None and case.metadata.get("generator")
+    model = build_model("inferix:reference-world", cache_dir=tmp_path)
+    try:
+        frames = model.generate(case, seed=0).frames
+    finally:
+        model.close()
+    start = first_frame(case, tmp_path).astype(int)
+    assert np.abs(frames[0].astype(int) - start).mean() < 3.0
+    # and it carries on from there rather than from noise (the noise start was 67 away at the end)
+    assert np.abs(frames[-1].astype(int) - start).mean() < 30.0
+
+
+def test_a_named_conditioning_image_that_is_missing_is_a_model_error(model, tmp_path):
+    case = _case(conditioning=str(tmp_path / "missing.png"))
+    with pytest.raises(ModelError, match="conditioning image"):
+        model.generate(case)
+
+
+def test_the_run_hash_changes_with_the_bridge_version(monkeypatch):
+    """Rows made by an older bridge (which gave the model less) are not resumed by a newer one."""
+    from worldolympiad.evaluator import make_run_spec
+    from worldolympiad.models.inferix import InferixModel
+
+    before = make_run_spec("inferix:tiny", "smoke", ["interaction"]).hash
+    monkeypatch.setattr(InferixModel, "BRIDGE_VERSION", InferixModel.BRIDGE_VERSION + 1)
+    assert make_run_spec("inferix:tiny", "smoke", ["interaction"]).hash != before

@@ -22,8 +22,11 @@ What a case controls, and how:
   :class:`ModelError` naming the action and the vocabulary, unless
   ``unknown_action="default"`` maps it to the model's default action (recorded in the
   chunk metadata).
-* **First frame** — ``case.conditioning`` (an image path) is encoded and committed to the
-  session's KV cache before the first block (image-to-video).
+* **First frame** — the case's first frame is encoded and committed to the session's KV cache
+  before the first block (image-to-video): ``case.conditioning`` (an image path) when the case
+  has one, else frame 0 of its reference (a video file, or the simulator's render through the
+  evaluator's reference cache), the same image ``repeat-first-frame`` starts from. Only a case with
+  neither is generated from text and actions alone (logged).
 
 Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...), ``steps``,
 ``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own),
@@ -34,7 +37,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,13 +60,18 @@ class InferixModel(WorldModel):
     """
 
     interactive: ClassVar[bool] = True
+    # bumped when the bridge changes what a model is given (2: the first frame of cases without a
+    # conditioning image), so runs made before start anew instead of resuming their rows
+    BRIDGE_VERSION: ClassVar[int] = 2
 
     @classmethod
     def fingerprint(cls, arg: str | None) -> str | None:
-        """Digest of the weights and configs behind ``inferix:ARG`` (``inferix.registry.model_fingerprint``)."""
+        """Digest of the weights and configs behind ``inferix:ARG`` (``inferix.registry.model_fingerprint``)
+        and the bridge's version."""
         from inferix.registry import model_fingerprint
 
-        return model_fingerprint(arg) if arg else None
+        digest = model_fingerprint(arg) if arg else None
+        return f"{digest or 'code'}+bridge{cls.BRIDGE_VERSION}"
 
     def __init__(self, arg: str | None, **options: Any) -> None:
         self.model_name = arg or "tiny"
@@ -82,6 +89,7 @@ class InferixModel(WorldModel):
         if self.unknown_action not in ("error", "default"):
             raise ValueError(f"unknown_action must be 'error' or 'default', got {self.unknown_action!r}")
         self.native_size = _bool(options.pop("native_size", False))
+        self.cache_dir = options.pop("cache_dir", None)  # the evaluator's reference cache (first frames)
         self.load_options = {k: options.pop(k) for k in ("text_encoder", "vae") if options.get(k)}
         self.ignored_options = sorted(options)
         self._loaded: Any = None
@@ -143,14 +151,17 @@ class InferixModel(WorldModel):
             raise ModelError(f"inferix:{self.model_name}: {e} (or --option model.unknown_action=default)") from e
 
     def _first_image(self, case: Case, latent_hw: tuple[int, int]) -> Any:
-        path = case.resolve(case.conditioning)
-        if path is None:
-            return None
-        if not Path(path).is_file():
-            raise ModelError(f"case {case.id}: conditioning image {path} not found")
-        from PIL import Image
+        """The case's first frame as latents, or None for a case that has none (see the module docstring)."""
+        from worldolympiad.models.baselines import first_frame
 
-        img = np.asarray(Image.open(path).convert("RGB"))
+        try:
+            img = first_frame(case, self.cache_dir)
+        except ModelError:
+            if case.conditioning is not None:
+                raise  # a named image that is missing is an error, not a silent text-to-video run
+            logger.info("case %s has no first frame (no conditioning image, no reference): text and actions only",
+                        case.id)
+            return None
         return self.loaded.encode_image(img, latent_hw)
 
     # ---------------------------------------------------------------- rollout
