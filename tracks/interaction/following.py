@@ -16,7 +16,9 @@ camera or the agent (:mod:`tracks.interaction.motion`) is projected on the expec
   normalised cross-correlation of the generated and reference projected-speed series over
   the whole video (a model that answers late lags behind). Without one, the mean onset
   inside chunks: the first frame whose projected speed reaches half the chunk's steady
-  (90th-percentile) speed.
+  (90th-percentile) speed. A video in which nothing moves above the noise floor never
+  answered: its delay is the longest lag considered (about one chunk), as an onset that never
+  comes counts as the whole chunk.
 """
 
 from __future__ import annotations
@@ -201,8 +203,14 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     if has_ref and np.isfinite(proj_ref).sum() >= 4:
         # up to one chunk: a model that answers a whole chunk late shows the previous action's motion
         lag_max = max_lag if max_lag is not None else max(1, min(min(c.num_frames for c in chunks), n_pairs // 2))
-        lag, r = _xcorr_lag(proj_gen, proj_ref, lag_max)
-        report.delay_frames, report.delay_method, report.correlation = float(abs(lag)), "xcorr_with_reference", r
+        if not (np.abs(np.nan_to_num(proj_gen)) > TRANSLATE_FLOOR).any():
+            # nothing moved above the noise floor (or the agent was never found): the video never answered,
+            # as an onset that never comes is the whole chunk. A flat series has no correlation peak, and
+            # taking lag 0 for it scored a frozen video as answering on time.
+            report.delay_frames, report.delay_method = float(lag_max), "no_response"
+        else:
+            lag, r = _xcorr_lag(proj_gen, proj_ref, lag_max)
+            report.delay_frames, report.delay_method, report.correlation = float(abs(lag)), "xcorr_with_reference", r
     elif moving:
         onsets = [c.onset_frames for c in moving if c.onset_frames is not None]
         if onsets:

@@ -61,6 +61,17 @@ def test_response_delay_measured_by_cross_correlation_with_the_reference(synth):
     assert analyze_following(late, case, case.chunks, reference=ref).delay_frames == pytest.approx(3, abs=1)
 
 
+def test_a_frozen_video_never_answered_so_its_delay_is_the_longest_lag_not_zero(synth):
+    # version 1 found no correlation peak in a flat series and reported lag 0: a perfect score
+    case = _camera_case(["turn_left", "static", "turn_right", "static"])
+    ref = synth.camera_video([(1.5, 0, 0), (0, 0, 0), (-1.5, 0, 0), (0, 0, 0)])
+    frozen = np.repeat(ref[:1], len(ref), axis=0)
+    rep = analyze_following(frozen, case, case.chunks, reference=ref)
+    assert rep.delay_method == "no_response" and rep.delay_frames == 12  # one 12-frame chunk
+    late = analyze_following(synth.delayed(ref, 3), case, case.chunks, reference=ref)
+    assert late.delay_method == "xcorr_with_reference" and late.delay_frames < rep.delay_frames
+
+
 def test_response_delay_without_reference_uses_onset_inside_chunks(synth):
     case = _camera_case(["turn_left", "turn_right"])
     ref = synth.camera_video([(1.5, 0, 0), (-1.5, 0, 0)])
