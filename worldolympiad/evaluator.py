@@ -185,7 +185,22 @@ def make_run_spec(
         package_versions=tuple(sorted(_package_versions().items())),
         git_hash=_git_hash(),
         model_fingerprint=model_fingerprint(model),
+        video_format=video_format(options or {}),
     )
+
+
+# Generated videos are stored as H.264 and decoded back before scoring. 4:4:4 keeps the colour of
+# 1-2 px sprites: 4:2:0 (the browser default) averages each 2x2 block's chroma, and at 64 px the
+# Atari paddles then no longer match their colour, so no tracker finds them in any model's video
+# while the simulator reference (stored lossless) keeps them. ``--option video.pix_fmt=yuv420p``
+# writes browser-friendlier files.
+VIDEO_PIX_FMT = "yuv444p"
+VIDEO_CRF = 18
+
+
+def video_format(options: Mapping[str, Any]) -> str:
+    """The storage format of a run's generated videos, e.g. ``h264 yuv444p crf18`` (hashed in the RunSpec)."""
+    return f"h264 {options.get('video.pix_fmt', VIDEO_PIX_FMT)} crf{int(options.get('video.crf', VIDEO_CRF))}"
 
 
 def _track_version(name: str) -> str:
@@ -443,8 +458,8 @@ class _Worker:
             opts = self.env.spec.option_dict
             from worldolympiad.video.io import write_video
 
-            write_video(path, video.frames, video.fps, crf=int(opts.get("video.crf", 18)),
-                        pix_fmt=str(opts.get("video.pix_fmt", "yuv420p")))
+            write_video(path, video.frames, video.fps, crf=int(opts.get("video.crf", VIDEO_CRF)),
+                        pix_fmt=str(opts.get("video.pix_fmt", VIDEO_PIX_FMT)))
             scored = read_video(path)
             scored.metadata.update({k: v for k, v in video.metadata.items() if k not in scored.metadata})
         scored.chunks = _clip(video.chunks or case.chunks, scored.num_frames)

@@ -463,7 +463,8 @@ class RunSpec:
     The :attr:`hash` covers everything that changes the numbers (model, suite, tracks and
     their versions, seeds, judge, options, and the model's weights where the model can
     fingerprint them: ``model_fingerprint``, so new weights behind the same spec start a new
-    run instead of resuming the old one's rows). Provenance (``package_versions``, ``git_hash``)
+    run instead of resuming the old one's rows), and the format generated videos are stored and
+    scored in (``video_format``). Provenance (``package_versions``, ``git_hash``)
     is recorded but not hashed, so a rerun after an unrelated commit resumes the same
     run directory.
     """
@@ -478,9 +479,14 @@ class RunSpec:
     package_versions: tuple[tuple[str, str], ...] = ()
     git_hash: str | None = None
     model_fingerprint: str | None = None
+    # how generated videos are stored and decoded back for scoring (``h264 yuv444p crf18``); None in
+    # specs written before it was recorded, which stored 4:2:0 (see worldolympiad.evaluator.VIDEO_FORMAT)
+    video_format: str | None = None
 
     def _hashed(self) -> dict[str, Any]:
         fp = {"model_fingerprint": self.model_fingerprint} if self.model_fingerprint else {}
+        if self.video_format:
+            fp["video_format"] = self.video_format
         return fp | {
             "model": self.model,
             "suite": self.suite,
@@ -527,6 +533,7 @@ class RunSpec:
             package_versions=tuple(sorted((d.get("package_versions") or {}).items())),
             git_hash=d.get("git_hash"),
             model_fingerprint=d.get("model_fingerprint"),
+            video_format=d.get("video_format"),
         )
 
 

@@ -344,3 +344,35 @@ def test_references_used_by_tracks_are_published_next_to_the_videos(tmp_path):
     ref = read_video(run_dir / "references" / "c0.mp4")
     assert ref.num_frames == 3 and abs(int(ref.frames.mean()) - 200) <= 2
     worker.publish_reference(case, None)  # no reference: nothing written, no error
+
+
+def test_a_static_copy_keeps_the_atari_agent_it_starts_with(tmp_path):
+    """Generated videos are stored and scored in 4:4:4: with 4:2:0 the 2 px breakout paddle of a
+    64 px case lost its colour, so no model's agent could be tracked (identity 0, direction 0)
+    while the simulator reference, stored lossless, kept it. A still copy of the first frame keeps
+    its agent exactly, so its identity consistency is 1."""
+    from worldolympiad.suites import load_suite, write_suite
+
+    case = next(c for c in load_suite("smoke").cases if c.id == "smoke-gaming-breakout")
+    suite = write_suite(tmp_path / "one.json", "one", [case])
+    rc = evaluate_main(["--model", "repeat-first-frame", "--suite", str(suite), "--tracks", "interaction",
+                        "--out", str(tmp_path / "runs"), "--no-progress", "--no-baselines", "--no-report"])
+    assert rc == 0
+    run = _only_run_dir(tmp_path / "runs")
+    assert json.loads((run / "run_spec.json").read_text())["video_format"] == "h264 yuv444p crf18"
+    (row,) = _rows(run)
+    identity = next(m for m in row["metrics"] if m["name"] == "identity_consistency")
+    assert identity["details"]["region"] == "agent" and identity["raw"] == pytest.approx(1.0)
+
+
+def test_the_video_storage_format_is_part_of_the_run_hash():
+    a = make_run_spec("reference", "smoke", ["interaction"])
+    b = make_run_spec("reference", "smoke", ["interaction"], options={"video.pix_fmt": "yuv420p"})
+    assert a.video_format == "h264 yuv444p crf18" and b.video_format == "h264 yuv420p crf18"
+    assert a.hash != b.hash and RunSpec.from_dict(a.to_dict()).hash == a.hash
+    # a run_spec.json written before the format was recorded (session 3) keeps its directory's hash
+    old = {"model": "reference", "suite": "smoke", "tracks": ["physics", "geometry", "interaction", "longvideo"],
+           "seeds": [0], "judge": "none", "options": [],
+           "track_versions": [["physics", "1"], ["geometry", "1"], ["interaction", "1"], ["longvideo", "1"]],
+           "git_hash": "b146d771b199d4f69a85b04b13114646fb672234", "hash": "7b7da523f677"}
+    assert RunSpec.from_dict(old).video_format is None and RunSpec.from_dict(old).hash == "7b7da523f677"
