@@ -97,3 +97,29 @@ def test_track_is_registered_and_import_light():
             "assert 'torch' not in sys.modules; t = TRACKS.get('geometry'); assert t.name == 'geometry'; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_camera_score_counts_the_frames_the_video_could_not_place():
+    """Version 1 scored only the registered frames: a video that registered its first 3 of 24
+    frames (before the reference camera had moved) got a high camera score. Now the score is
+    multiplied by the registered fraction of the frames that have a reference pose."""
+    from tracks.geometry.metrics.camera import camera_metrics
+    from tracks.geometry.track import track_spec
+
+    t = np.linspace(0.0, 1.0, 24)
+    poses = np.tile(np.eye(4), (24, 1, 1))
+    poses[:, 0, 3] = t  # a straight dolly
+    specs = track_spec().metrics
+    full = {m.name: m for m in camera_metrics(specs, poses, poses, "test")}["camera_score"]
+    assert full.raw == pytest.approx(1.0) and full.details["coverage"] == 1.0
+    part = {m.name: m for m in camera_metrics(specs, poses[:3], poses[:3], "test", coverage=3 / 24)}["camera_score"]
+    assert part.details["score_on_registered"] == pytest.approx(1.0)
+    assert part.raw == pytest.approx(3 / 24) and part.normalized == pytest.approx(3 / 24)
+
+
+def test_the_track_passes_the_registered_fraction_to_the_camera_score(reference_result):
+    out, _ = reference_result
+    cam = {x.name: x for x in out.metrics}["camera_score"]
+    reg = {x.name: x for x in out.metrics}["registration_rate"]
+    assert 0.9 <= cam.details["coverage"] <= 1.0 and reg.raw >= 0.9
+    assert cam.raw == pytest.approx(cam.details["score_on_registered"] * cam.details["coverage"])

@@ -12,23 +12,29 @@ from worldolympiad.types import MetricValue
 NAMES = ("ate_rmse", "ate_mean", "rpe_trans", "rpe_rot", "camera_score")
 
 
-def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarray, source: str) -> list[MetricValue]:
+def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarray, source: str,
+                   coverage: float = 1.0) -> list[MetricValue]:
     """All trajectory metrics of estimated vs reference camera-to-world poses ``[N, 4, 4]`` (matched frames).
 
     ATE is reported as a fraction of the reference path length (scale-free across cases); the
-    absolute values in reference units are in ``details``.
+    absolute values in reference units are in ``details``. ``coverage`` is the fraction of the
+    frames with a reference pose that the video's own reconstruction registered: the camera
+    score is multiplied by it, since the frames it could not place are frames whose camera it
+    did not get right (version 1 scored only the registered ones, so a video that registered its
+    first 3 of 24 frames, before the reference camera had moved, scored as if it followed it).
     """
     try:
         err = trajectory_errors(est, ref, with_scale=True, delta=1)
         cam = camera_score(est, ref)
     except TrajectoryError as e:
         return [specs[n].failed(f"trajectory comparison impossible: {e}", floor=FAILURE_FLOOR) for n in NAMES]
+    cover = {"coverage": coverage, "score_on_registered": cam.score}
     length = path_length(ref)
     if length <= 1e-9:
         rel = [specs[n].not_applicable("reference camera does not move: ATE/RPE relative to path length undefined")
                for n in ("ate_rmse", "ate_mean", "rpe_trans")]
         rot = specs["rpe_rot"].value(err.rpe_rot_deg_mean, {"reference": source})
-        return [*rel, rot, specs["camera_score"].value(cam.score, {"mode": cam.mode, **cam.parts})]
+        return [*rel, rot, specs["camera_score"].value(cam.score * coverage, {"mode": cam.mode, **cam.parts, **cover})]
     mean_step = length / (len(ref) - 1)
     common = {"reference": source, "num_poses": err.num_poses, "scale": err.scale, "ref_path_length": length}
     return [
@@ -37,6 +43,6 @@ def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarra
         specs["rpe_trans"].value(err.rpe_trans_mean / mean_step,
                                  {**common, "rpe_trans_mean_abs": err.rpe_trans_mean, "rpe_trans_rmse_abs": err.rpe_trans_rmse}),
         specs["rpe_rot"].value(err.rpe_rot_deg_mean, {**common, "rpe_rot_deg_rmse": err.rpe_rot_deg_rmse}),
-        specs["camera_score"].value(cam.score, {"mode": cam.mode, "translation": cam.translation,
-                                                "rotation": cam.rotation, **cam.parts}),
+        specs["camera_score"].value(cam.score * coverage, {"mode": cam.mode, "translation": cam.translation,
+                                                           "rotation": cam.rotation, **cam.parts, **cover}),
     ]
