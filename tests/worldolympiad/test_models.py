@@ -196,3 +196,34 @@ def test_diffusers_model_through_the_evaluator(tiny_wan, tmp_path):
 def test_diffusers_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(ModelError, match="model_index.json not found"):
         build_model(f"diffusers:{tmp_path}")
+
+
+class _FakeImageToVideo:
+    """Stands in for an image-to-video pipeline: call_kwargs only reads its signature."""
+
+    def __call__(self, prompt, image, num_frames=8, height=16, width=16, num_inference_steps=2, generator=None,
+                 output_type="np"):
+        raise AssertionError("not called")
+
+
+def test_diffusers_image_to_video_starts_from_the_reference_first_frame(tmp_path):
+    """A registered suite's case has no conditioning image; an image-to-video pipeline gets frame 0
+    of its reference (what repeat-first-frame shows) instead of an error."""
+    import inspect
+
+    from worldolympiad.models.baselines import first_frame
+    from worldolympiad.suites import load_suite
+
+    (tmp_path / "model_index.json").write_text("{}")
+    model = build_model(f"diffusers:{tmp_path}", cache_dir=tmp_path / "cache")
+    model._pipe = _FakeImageToVideo()
+    model._params = set(inspect.signature(model._pipe.__call__).parameters)
+    case = next(c for c in load_suite("smoke").cases if c.id == "smoke-gaming-breakout")
+    assert case.conditioning is None
+    kw = model.call_kwargs(case, seed=0)
+    assert (kw["height"], kw["width"]) == (64, 64)
+    np.testing.assert_array_equal(np.asarray(kw["image"]), first_frame(case, tmp_path / "cache"))
+    # a case with neither a conditioning image nor a reference cannot feed a pipeline that needs one
+    bare = Case.from_dict(wo_testlib.case_dict("w", num_frames=5, res=(16, 16)))
+    with pytest.raises(ModelError, match="first frame"):
+        model.call_kwargs(bare, seed=0)

@@ -27,7 +27,7 @@ from worldolympiad.types import Case, Video
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LEADERBOARD_BASELINES", "RepeatFirstFrameModel", "first_frame"]
+__all__ = ["LEADERBOARD_BASELINES", "RepeatFirstFrameModel", "first_frame", "first_frame_or_none"]
 
 # spec -> what it shows on the leaderboard
 LEADERBOARD_BASELINES: dict[str, str] = {
@@ -71,6 +71,22 @@ def first_frame(case: Case, cache_dir: str | Path | None = None) -> np.ndarray:
         raise ModelError(f"case {case.id!r} has no first frame: give it a 'conditioning' image or a reference "
                          "(a 'reference' video or metadata.generator)")
     return _resize(video.frames[0], case.resolution)
+
+
+def first_frame_or_none(case: Case, cache_dir: str | Path | None = None) -> np.ndarray | None:
+    """:func:`first_frame` for image-to-video bridges: None (logged) for a case with neither a
+    conditioning image nor a reference, which such a model then generates from text alone.
+
+    Raises:
+        ModelError: the case names a conditioning image that is missing.
+    """
+    try:
+        return first_frame(case, cache_dir)
+    except ModelError:
+        if case.conditioning is not None:
+            raise  # a named image that is missing is an error, not a silent text-to-video run
+        logger.info("case %s has no first frame (no conditioning image, no reference)", case.id)
+        return None
 
 
 class RepeatFirstFrameModel(WorldModel):

@@ -3,8 +3,8 @@
 The pipeline is loaded with ``DiffusionPipeline.from_pretrained(PATH)`` (local files only,
 safetensors preferred) on first use. Per case it is called with the case's prompt,
 ``num_frames``, ``height``/``width`` (rounded up to what the pipeline can make), ``fps``
-when the pipeline accepts it, the conditioning image when the pipeline accepts ``image``
-and the case has one, and ``generator=torch.Generator("cpu").manual_seed(seed)`` (a CPU
+when the pipeline accepts it, the case's first frame when the pipeline accepts ``image`` (the conditioning image,
+else frame 0 of the case's reference, as ``repeat-first-frame`` starts from), and ``generator=torch.Generator("cpu").manual_seed(seed)`` (a CPU
 generator gives the same noise on every device). Only arguments the pipeline's
 ``__call__`` declares are passed, so any video pipeline works.
 
@@ -42,6 +42,8 @@ class DiffusersModel(WorldModel):
         negative_prompt: optional negative prompt.
         dtype: torch dtype name; default float32 on CPU, bfloat16 on CUDA.
         size_multiple: height/width are rounded up to a multiple of this.
+        cache_dir: reference cache root (given by the evaluator), for first frames of cases
+            without a conditioning image.
     """
 
     interactive = False
@@ -56,6 +58,7 @@ class DiffusersModel(WorldModel):
         negative_prompt: str | None = None,
         dtype: str | None = None,
         size_multiple: int | None = None,
+        cache_dir: str | Path | None = None,
         **options: Any,
     ) -> None:
         if not arg:
@@ -70,6 +73,7 @@ class DiffusersModel(WorldModel):
         self.negative_prompt = negative_prompt
         self.dtype_name = dtype or ("bfloat16" if str(device).startswith("cuda") else "float32")
         self.size_multiple = size_multiple
+        self.cache_dir = cache_dir  # the evaluator's reference cache (first frames of generator cases)
         self._pipe: Any = None
         self._params: set[str] = set()
 
@@ -126,16 +130,18 @@ class DiffusersModel(WorldModel):
             want["guidance_scale"] = float(self.guidance_scale)
         if self.negative_prompt is not None:
             want["negative_prompt"] = self.negative_prompt
-        if case.conditioning and "image" in self._params:
+        if "image" in self._params:
             from PIL import Image
 
-            path = case.resolve(case.conditioning)
-            if path is None or not path.is_file():
-                raise ModelError(f"case {case.id!r}: conditioning image {path} not found; fix the case's 'conditioning'")
-            want["image"] = Image.open(path).convert("RGB").resize((w, h))
-        elif "image" in self._params and self._image_required(pipe):
-            raise ModelError(f"{self.path}: this pipeline needs a conditioning image but case {case.id!r} has none; "
-                             "set the case's 'conditioning' or use a text-to-video pipeline")
+            from worldolympiad.models.baselines import first_frame_or_none
+
+            first = first_frame_or_none(case, self.cache_dir)
+            if first is not None:
+                want["image"] = Image.fromarray(first).resize((w, h))
+            elif self._image_required(pipe):
+                raise ModelError(f"{self.path}: this pipeline needs a first frame but case {case.id!r} has neither a "
+                                 "conditioning image nor a reference; set the case's 'conditioning' or use a "
+                                 "text-to-video pipeline")
         return {k: v for k, v in want.items() if k in self._params}
 
     def _image_required(self, pipe: Any) -> bool:

@@ -152,17 +152,10 @@ class InferixModel(WorldModel):
 
     def _first_image(self, case: Case, latent_hw: tuple[int, int]) -> Any:
         """The case's first frame as latents, or None for a case that has none (see the module docstring)."""
-        from worldolympiad.models.baselines import first_frame
+        from worldolympiad.models.baselines import first_frame_or_none
 
-        try:
-            img = first_frame(case, self.cache_dir)
-        except ModelError:
-            if case.conditioning is not None:
-                raise  # a named image that is missing is an error, not a silent text-to-video run
-            logger.info("case %s has no first frame (no conditioning image, no reference): text and actions only",
-                        case.id)
-            return None
-        return self.loaded.encode_image(img, latent_hw)
+        img = first_frame_or_none(case, self.cache_dir)
+        return None if img is None else self.loaded.encode_image(img, latent_hw)
 
     # ---------------------------------------------------------------- rollout
     def rollout(self, case: Case, controls: Iterable[ChunkControl], seed: int = 0) -> Iterator[VideoChunk]:
