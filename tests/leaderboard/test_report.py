@@ -26,3 +26,15 @@ def test_report_has_track_table_plots_videos_and_escaped_details(tmp_path):
 def test_report_cli_on_missing_run_is_a_clear_error(tmp_path, capsys):
     assert main([str(tmp_path / "nope")]) == 2
     assert "run evaluate-model first" in capsys.readouterr().out
+
+
+def test_report_says_how_the_videos_were_stored_when_browsers_may_not_play_them(tmp_path):
+    import json
+
+    run = write_run(tmp_path, "m", [result_row("m", "c0", 0, "physics", 0.5)])
+    assert "4:4:4" not in build_report(run).read_text()  # older runs record no format: no note
+    spec = json.loads((run / "run_spec.json").read_text())
+    spec["video_format"] = "h264 yuv444p crf18"
+    (run / "run_spec.json").write_text(json.dumps(spec))
+    html = build_report(run).read_text()
+    assert "h264 yuv444p crf18" in html and "video.pix_fmt=yuv420p" in html
