@@ -122,7 +122,7 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
 
     parts.append("<h2>Cases</h2>")
     fmt = spec.get("video_format")
-    if fmt and "yuv420p" not in str(fmt):
+    if fmt and "yuv444p" in str(fmt):
         # 4:4:4 keeps the colour of 1-2 px sprites for scoring, but not every browser decodes it
         parts.append(f"<p class='not_applicable'>Generated videos are stored as they were scored ({html.escape(str(fmt))}); "
                      "some browsers do not play 4:4:4 H.264. References are lossless RGB. "

@@ -198,9 +198,15 @@ VIDEO_PIX_FMT = "yuv444p"
 VIDEO_CRF = 18
 
 
+def video_storage(options: Mapping[str, Any]) -> tuple[str, int]:
+    """``(pix_fmt, crf)`` the run's generated videos are written with (``video.pix_fmt`` / ``video.crf``)."""
+    return str(options.get("video.pix_fmt", VIDEO_PIX_FMT)), int(options.get("video.crf", VIDEO_CRF))
+
+
 def video_format(options: Mapping[str, Any]) -> str:
     """The storage format of a run's generated videos, e.g. ``h264 yuv444p crf18`` (hashed in the RunSpec)."""
-    return f"h264 {options.get('video.pix_fmt', VIDEO_PIX_FMT)} crf{int(options.get('video.crf', VIDEO_CRF))}"
+    pix_fmt, crf = video_storage(options)
+    return f"h264 {pix_fmt} crf{crf}"
 
 
 def _track_version(name: str) -> str:
@@ -455,11 +461,10 @@ class _Worker:
                 shutil.copyfile(src, link)
             scored = video
         else:
-            opts = self.env.spec.option_dict
             from worldolympiad.video.io import write_video
 
-            write_video(path, video.frames, video.fps, crf=int(opts.get("video.crf", VIDEO_CRF)),
-                        pix_fmt=str(opts.get("video.pix_fmt", VIDEO_PIX_FMT)))
+            pix_fmt, crf = video_storage(self.env.spec.option_dict)
+            write_video(path, video.frames, video.fps, crf=crf, pix_fmt=pix_fmt)
             scored = read_video(path)
             scored.metadata.update({k: v for k, v in video.metadata.items() if k not in scored.metadata})
         scored.chunks = _clip(video.chunks or case.chunks, scored.num_frames)

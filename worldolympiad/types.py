@@ -480,7 +480,7 @@ class RunSpec:
     git_hash: str | None = None
     model_fingerprint: str | None = None
     # how generated videos are stored and decoded back for scoring (``h264 yuv444p crf18``); None in
-    # specs written before it was recorded, which stored 4:2:0 (see worldolympiad.evaluator.VIDEO_FORMAT)
+    # specs written before it was recorded, which stored 4:2:0 (see worldolympiad.evaluator.video_format)
     video_format: str | None = None
 
     def _hashed(self) -> dict[str, Any]:

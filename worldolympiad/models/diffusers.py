@@ -3,9 +3,10 @@
 The pipeline is loaded with ``DiffusionPipeline.from_pretrained(PATH)`` (local files only,
 safetensors preferred) on first use. Per case it is called with the case's prompt,
 ``num_frames``, ``height``/``width`` (rounded up to what the pipeline can make), ``fps``
-when the pipeline accepts it, the case's first frame when the pipeline accepts ``image`` (the conditioning image,
-else frame 0 of the case's reference, as ``repeat-first-frame`` starts from), and ``generator=torch.Generator("cpu").manual_seed(seed)`` (a CPU
-generator gives the same noise on every device). Only arguments the pipeline's
+when the pipeline accepts it, the case's first frame when the pipeline accepts ``image``
+(the conditioning image, else frame 0 of the case's reference, as ``repeat-first-frame``
+starts from), and ``generator=torch.Generator("cpu").manual_seed(seed)`` (a CPU generator
+gives the same noise on every device). Only arguments the pipeline's
 ``__call__`` declares are passed, so any video pipeline works.
 
 The output is brought back to the case's resolution (area resize) and frame count
