@@ -100,6 +100,10 @@ class ArmGenerator(CaseGenerator):
     version: ClassVar[str] = "1"
     accepted_params: ClassVar[frozenset[str]] = frozenset({'camera_azimuth_deg', 'camera_distance', 'camera_elevation_deg', 'camera_orbit_deg', 'distractors',
                                                            'fov_deg', 'fps', 'num_frames', 'resolution'})
+    # No declared rules: a push is a slow sustained contact (no abrupt collision), a picked cube
+    # is held (supported), and a placed or stacked cube is let go a centimetre or two above its
+    # support, under a pixel at these sizes. The physics track finds a rule the reference does
+    # show (gravity on a visible drop) by itself (tracks/physics/track.py: AUTO_RULES, or the judge).
     rules: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------- case
@@ -365,7 +369,6 @@ class PushGenerator(ArmGenerator):
 
     task = "push"
     name = "robotics.push"
-    rules = ("impact",)
 
     def _plan(self, layout, rng):
         obj = [float(v) for v in layout["objects"][layout["target"]]]
@@ -388,7 +391,6 @@ class PickGenerator(ArmGenerator):
 
     task = "pick"
     name = "robotics.pick"
-    rules = ("gravity",)
 
     def _plan(self, layout, rng):
         obj = [float(v) for v in layout["objects"][layout["target"]]]
@@ -408,7 +410,6 @@ class PlaceGenerator(ArmGenerator):
 
     task = "place"
     name = "robotics.place"
-    rules = ("gravity",)
 
     def _layout(self, rng, distractors):
         layout = super()._layout(rng, distractors)
@@ -443,7 +444,6 @@ class StackGenerator(ArmGenerator):
 
     task = "stack"
     name = "robotics.stack"
-    rules = ("gravity",)
 
     def _layout(self, rng, distractors):
         if distractors < 1:

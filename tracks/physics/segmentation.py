@@ -102,8 +102,20 @@ def _components(mask: np.ndarray, min_area: int, max_area: int) -> list[np.ndarr
     return out
 
 
-def _paint(shape: tuple[int, int], instances: list[tuple[np.ndarray, str]], max_objects: int) -> tuple[np.ndarray, dict[int, str]]:
-    """Paint instance masks into one label map: largest first, so smaller (front) masks stay visible."""
+def _paint(shape: tuple[int, int], instances: list[tuple[np.ndarray, str]], max_objects: int,
+           rank: list[float] | None = None) -> tuple[np.ndarray, dict[int, str]]:
+    """Paint instance masks into one label map: largest first, so smaller (front) masks stay visible.
+
+    With more than ``max_objects`` instances, each named object's lowest-``rank`` instance is
+    kept first, then the others by ``rank`` (default: the largest are kept).
+    """
+    if rank is not None and len(instances) > max_objects:
+        best: dict[str, int] = {}
+        for i, (_, n) in enumerate(instances):
+            if n and (n not in best or rank[i] < rank[best[n]]):
+                best[n] = i
+        order = sorted(range(len(instances)), key=lambda i: (best.get(instances[i][1]) != i, rank[i]))
+        instances = [instances[i] for i in sorted(order[:max_objects])]
     instances = sorted(instances, key=lambda m: -int(m[0].sum()))[:max_objects]
     labels = np.zeros(shape, np.int32)
     names: dict[int, str] = {}
@@ -188,6 +200,11 @@ class OpenCVSegmenter(Segmenter):
         for t in range(T):
             taken = np.zeros((H, W), bool)
             inst: list[tuple[np.ndarray, str]] = []
+            # Which masks to keep when there are more than max_objects: each declared colour's
+            # closest match, then the other colour matches by how close their mean colour is (a
+            # pale wall a little like a steel block must not crowd out the block), then motion
+            # blobs by size.
+            rank: list[float] = []
             # Colour prompts first: they name the instance and survive when the object is at rest.
             # Each pixel goes to the nearest declared colour (within the threshold), so objects of
             # similar colours (a crystal and the solution it tints) split where they differ most.
@@ -207,12 +224,14 @@ class OpenCVSegmenter(Segmenter):
                     comps += _components(c & motion[t], min_area, max_area)
                 for comp in comps:
                     inst.append((comp, name))
+                    rank.append(float(dist[k][comp].mean()))
                     taken |= comp
             rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
             rest = cv2.morphologyEx(rest.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
             for comp in _components(rest, min_area, max_area):
                 inst.append((comp, ""))
-            lt, nt = _paint((H, W), inst, self.max_objects)
+                rank.append(self.color_threshold + 1.0 / (1.0 + float(comp.sum())))
+            lt, nt = _paint((H, W), inst, self.max_objects, rank)
             labels[t] = lt
             names.append(nt)
         return Segmentation(labels=labels, names=names, backend=self.name)

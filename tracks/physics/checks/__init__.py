@@ -141,10 +141,20 @@ def series(tracks: list[ObjectTrack], name: str, *, clipped: bool = True,
 
 def subject(inp: CheckInput, *, prefer: str = "motion") -> str | None:
     """The object the law is about: the one with the largest motion (``prefer="motion"``) or
-    the largest relative area change (``"area"``) in the reference (else in the video)."""
+    the largest relative area change (``"area"``) in the reference (else in the video).
+
+    Named objects (the case's, or colours learned from the reference) come first; unnamed
+    blobs — a robot arm's links, a shadow — are the subject only when no named object moves.
+    """
     tracks = inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks
+    names = object_names(tracks)
+    named = [n for n in names if not n.startswith("#")]
+    return _most_changing(tracks, named, prefer) or _most_changing(tracks, names, prefer)
+
+
+def _most_changing(tracks: list[ObjectTrack], names: list[str], prefer: str) -> str | None:
     best, best_v = None, 0.0
-    for n in object_names(tracks):
+    for n in names:
         cen, area, _ = series(tracks, n)
         ok = ~np.isnan(area)
         if ok.sum() < 3:

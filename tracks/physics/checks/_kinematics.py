@@ -96,6 +96,52 @@ def contacts(y: np.ndarray, fps: float) -> list[int]:
     return out
 
 
+def collisions(cen: np.ndarray, fps: float) -> list[int]:
+    """Frames where an object's 2-D velocity changes abruptly: the change exceeds 3x the
+    typical frame-to-frame change and half the speed on the faster side, which is above rest.
+    The change may be spread over two frames (the contact fell between them).
+
+    This sees collisions in any direction — a landing that stops a fall, a ball knocked from
+    rest, a glancing hit — where :func:`bounces` sees only vertical rebounds. ``t`` is the
+    frame of contact: the velocity into ``t`` differs from the velocity out of it.
+    """
+    v = np.diff(cen, axis=0) * fps  # v[t] = motion from frame t to t+1
+    sp = np.linalg.norm(v, axis=1)
+    dv = np.linalg.norm(np.diff(v, axis=0), axis=1)  # dv[t - 1] = |v[t] - v[t - 1]|
+    moving = (sp[1:] > REST_SPEED) | (sp[:-1] > REST_SPEED)
+    ok = moving & np.isfinite(dv)
+    typical = float(np.median(dv[ok])) if ok.any() else 0.0
+    out: list[int] = []
+    for t in range(1, len(v)):
+        # A contact between two frames spreads the change over two steps: also compare across one.
+        jump, fast = dv[t - 1], max(sp[t - 1], sp[t])
+        if t + 1 < len(v) and np.isfinite(sp[t + 1]) and np.isfinite(sp[t - 1]):
+            jump2 = float(np.linalg.norm(v[t + 1] - v[t - 1]))
+            jump = jump2 if not np.isfinite(jump) else max(jump, jump2)
+            fast = max(fast, sp[t + 1]) if np.isfinite(fast) else max(sp[t - 1], sp[t + 1])
+        abrupt = np.isfinite(jump) and fast > REST_SPEED and jump > 3 * typical and jump > 0.5 * fast
+        if abrupt and (not out or out[-1] < t - 1):  # one event per contact
+            out.append(t)
+    return out
+
+
+def kinetic_gain(cens: list[np.ndarray], t: int, fps: float, window: int = 3) -> float | None:
+    """Sum over objects of mean squared 2-D speed in ``window`` frames after a contact at
+    ``t``, over the same before it (equal masses assumed; a projected proxy of kinetic energy).
+    Objects unseen on either side are left out; ``None`` when nothing moved before."""
+    before = after = 0.0
+    for cen in cens:
+        v = np.diff(cen, axis=0) * fps
+        sp2 = np.sum(v * v, axis=1)
+        b = sp2[max(0, t - window) : t]
+        a = sp2[t : t + window]
+        b, a = b[np.isfinite(b)], a[np.isfinite(a)]
+        if len(b) and len(a):
+            before += float(b.mean())
+            after += float(a.mean())
+    return after / before if before > REST_SPEED**2 else None
+
+
 def bounce_frames(y: np.ndarray, fps: float) -> list[int]:
     """The first lowest frame of every bounce."""
     return [b[0] for b in bounces(y, fps)]

@@ -3,7 +3,8 @@
 Flame pixels: bright, saturated orange-yellow (OpenCV HSV hue 5..35 i.e. 10°..70°, S > 120,
 V > 200); pure red is excluded so red objects are not taken for fire. Fuel: the object whose area changes most. The flame must be present in at least
 half the frames where the reference shows one (30 % of frames without a reference), and the
-fuel's area must decrease monotonically.
+fuel's area must decrease monotonically. A reference with flame-coloured pixels but no object
+that shrinks (a yellow box) shows no combustion: not applicable.
 
 Score = min(1, flame frames / reference flame frames) · monotone share of the fuel's decrease.
 """
@@ -14,7 +15,7 @@ import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, monotone_fraction, not_applicable, object_names
 
-VERSION = "1"
+VERSION = "2"
 NAME = "combustion"
 
 
@@ -75,6 +76,9 @@ def run(inp: CheckInput) -> CheckResult:
             return not_applicable(NAME, "no flame in the video")
         presence = min(1.0, f.mean() / 0.3)
     name = fuel(inp)
+    if inp.has_reference and name is None:
+        # Flame-coloured pixels over nothing that burns down (a yellow box) are not combustion.
+        return not_applicable(NAME, "the reference shows nothing burning down", **measured)
     mono, need = 1.0, 0.7
     if name is not None:
         a = smoothed_area(inp.tracks, name)
