@@ -49,17 +49,20 @@ def _balls(vb_after: float, *, hit: bool = True, T: int = 24, H: int = 32, W: in
     return S.Scene(frames, masks, {"red": {"id": 1, "color": S.RED}, "blue": {"id": 2, "color": S.BLUE}})
 
 
-def _pressed_block(squash: bool, T: int = 16, H: int = 48, W: int = 48) -> S.Scene:
-    """A dark press resting on a grey block from the first frame; ``squash`` flattens the block."""
+def _pressed_block(squash: bool, T: int = 16, H: int = 48, W: int = 48, contact_from: int = 0) -> S.Scene:
+    """A dark press coming down onto a grey block, touching it from frame ``contact_from`` on;
+    ``squash`` then flattens the block (area kept, like clay)."""
     frames = np.full((T, H, W, 3), S.BACKGROUND, np.uint8)
     masks = np.zeros((T, H, W), np.int32)
     floor = 40
     for t in range(T):
-        h = int(round(16 - (8 * t / (T - 1) if squash else 0)))
+        k = max(0, t - contact_from) / max(1, T - 1 - contact_from)
+        h = int(round(16 - (8 * k if squash else 0)))
         w = int(round(12 * 16 / h))
         x0 = W // 2 - w // 2
+        gap = max(0, contact_from - t)
         masks[t, floor - h : floor, x0 : x0 + w] = 1
-        masks[t, floor - h - 4 : floor - h, 10:38] = 2
+        masks[t, floor - h - 4 - gap : floor - h - gap, 10:38] = 2
         for oid, col in ((1, (150, 155, 165)), (2, (60, 60, 70))):
             frames[t][masks[t] == oid] = col
     return S.Scene(frames, masks, {"block": {"id": 1, "color": (150, 155, 165)}, "press": {"id": 2, "color": (60, 60, 70)}})
@@ -89,6 +92,12 @@ def test_rigidity_measures_an_object_that_is_always_in_contact():
     assert own.status == "pass" and own.measured["objects"]["block"]["frames"] == "with_contact", own
     unsquashed = run_check("rigidity", _inp(_pressed_block(squash=False), ref, "compression"))
     assert unsquashed.status == "fail", unsquashed
+    # Contact from a third of the way in: the frames before it must not hide the squash from a still copy.
+    late = _pressed_block(squash=True, contact_from=5)
+    assert run_check("rigidity", _inp(late, late, "compression")).status == "pass"
+    still = S.Scene(np.repeat(late.frames[:1], 16, 0), np.repeat(late.masks[:1], 16, 0), late.objects)
+    frozen = run_check("rigidity", _inp(still, late, "compression"))
+    assert frozen.status == "fail", frozen
 
 
 def test_the_subject_is_a_named_object_not_an_unnamed_blob_that_moves_more():

@@ -5,11 +5,11 @@ mask): coefficient of variation of its area and standard deviation of its log as
 ratio. Compared with the reference (both ways: a rigid object must not morph, a squeezed one
 must deform); without a reference the object is taken as rigid.
 
-An object that is in contact with another mask in (nearly) every frame — a block under a
-press, the lower box of a stack — has no such frames, yet contact is exactly when a load
-deforms it. For such an object both videos are measured over the frames where it does not
-touch the image border, contact included (the same kind of frames on both sides). Without a
-reference such objects are skipped: a loaded object need not be rigid.
+An object that the reference shows in contact with another mask — a block under a press,
+the lower box of a stack — deforms exactly while in contact, so leaving those frames out would
+hide the deformation (or leave nothing to measure). For such an object both videos are
+measured over the frames where it does not touch the image border, contact included (the
+same kind of frames on both sides).
 
 Score = exp(-(excess + deficit) / 0.1), where excess/deficit beyond a 0.05 tolerance.
 """
@@ -45,20 +45,22 @@ def shape_stats(tracks: list[ObjectTrack], name: str, *, contact: bool = False) 
     return float(a.std() / max(a.mean(), 1e-6)), float(np.std(aspects))
 
 
+def in_contact(tracks: list[ObjectTrack], name: str) -> bool:
+    """Whether ``name`` touches another mask (not the border) in any frame where it is seen."""
+    return any(bool((tr.visible & tr.touching & ~tr.at_border).any()) for tr in tracks if (tr.name or f"#{tr.id}") == name)
+
+
 def run(inp: CheckInput) -> CheckResult:
     ref = inp.ref_tracks if inp.has_reference else None
     names = object_names(ref) if ref else object_names(inp.tracks)
     per, total = {}, 0.0
     for n in names:
-        frames = "clean"
-        g = shape_stats(inp.tracks, n)
-        r = (shape_stats(ref, n) if ref else (0.0, 0.0)) if g is not None else None
-        if (g is None or r is None) and ref:  # always in contact: measure both with contact frames
-            frames = "with_contact"
-            g = shape_stats(inp.tracks, n, contact=True)
-            r = shape_stats(ref, n, contact=True) if g is not None else None
+        contact = bool(ref) and in_contact(ref, n)  # type: ignore[arg-type]
+        g = shape_stats(inp.tracks, n, contact=contact)
+        r = (shape_stats(ref, n, contact=contact) if ref else (0.0, 0.0)) if g is not None else None
         if g is None or r is None:
             continue
+        frames = "with_contact" if contact else "clean"
         dev = sum(max(0.0, abs(gi - ri) - 0.05) for gi, ri in zip(g, r, strict=True))
         per[n] = {"area_cv": g[0], "aspect_std": g[1], "area_cv_ref": r[0], "aspect_std_ref": r[1], "deviation": dev,
                   "frames": frames}
