@@ -18,7 +18,6 @@ fixes in tests/tracks/physics/test_reference_coverage.py; see NOTES.md for the c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -36,10 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="stop after N physics cases (0 = all)")
     args = ap.parse_args(argv)
 
-    from tracks.physics.track import PhysicsTrack
+    from tracks.physics.track import PhysicsTrack, reference_rule_verdicts
     from worldolympiad.registries import GENERATORS
     from worldolympiad.suites import load_suite
-    from worldolympiad.track import EvalContext
 
     track = PhysicsTrack()
     work = Path(tempfile.mkdtemp(prefix="bench_physics_coverage_"))
@@ -58,9 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # one broken render must not stop the audit
             print(f"{case.id:40s} render failed: {type(e).__name__}: {e}")
             continue
-        ctx = EvalContext(work_dir=work / case.id, reference_loader=lambda ref=ref: ref)
-        track.evaluate(ref, case, ctx)
-        for r in json.loads((ctx.work_dir / "physics_evidence.json").read_text())["rules"]:
+        for r in reference_rule_verdicts(case, ref, work / case.id):
             if r["applicability_source"] != "case":
                 detected.append(f"{case.id}:{r['rule']}={r['verdict']}")
                 continue

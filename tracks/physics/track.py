@@ -129,9 +129,7 @@ def trajectory_agreement(gen: Analysis, ref: Analysis, cap: float = 0.5) -> tupl
     per: dict[str, float] = {}
     Tr, Tg = len(ref.frames), len(gen.frames)
     idx = np.clip(np.round(np.linspace(0, Tg - 1, Tr)).astype(int), 0, Tg - 1)
-    for n in object_names(ref.tracks):
-        if n.startswith("#"):
-            continue  # unnamed blobs have no counterpart to compare with
+    for n in object_names(ref.tracks, named=True):  # unnamed blobs have no counterpart to compare with
         rc = series(ref.tracks, n)[0] / ref.frames.shape[1]
         gc = series(gen.tracks, n, T=Tg)[0][idx] / gen.frames.shape[1]
         seen = ~np.isnan(rc[:, 0])
@@ -142,6 +140,17 @@ def trajectory_agreement(gen: Analysis, ref: Analysis, cap: float = 0.5) -> tupl
     if not per:
         return None, {}
     return float(np.mean(list(per.values()))), {"per_object": per}
+
+
+def reference_rule_verdicts(case: Case, reference: Video, work_dir: Path) -> list[dict[str, Any]]:
+    """The per-rule evidence (``physics_evidence.json``'s ``rules``) when the case's reference
+    is scored against itself, model-free. A rule the case declares should pass there: one with
+    no verdict on the simulator's own video can fail a model but never pass it
+    (``bench/bench_physics_coverage.py``)."""
+    ctx = EvalContext(work_dir=work_dir, reference_loader=lambda: reference)
+    PhysicsTrack().evaluate(reference, case, ctx)
+    rules: list[dict[str, Any]] = json.loads((work_dir / "physics_evidence.json").read_text())["rules"]
+    return rules
 
 
 class PhysicsTrack(Track):

@@ -106,12 +106,12 @@ def not_applicable(check: str, reason: str, **measured: Any) -> CheckResult:
 # ------------------------------------------------------------------ shared helpers
 
 
-def object_names(tracks: list[ObjectTrack]) -> list[str]:
-    """Distinct object names (unnamed tracks get ``#<id>``)."""
+def object_names(tracks: list[ObjectTrack], *, named: bool = False) -> list[str]:
+    """Distinct object names (unnamed tracks get ``#<id>``; ``named=True`` leaves them out)."""
     seen: list[str] = []
     for tr in tracks:
-        n = tr.name or f"#{tr.id}"
-        if n not in seen:
+        n = tr.name or ("" if named else f"#{tr.id}")
+        if n and n not in seen:
             seen.append(n)
     return seen
 
@@ -147,9 +147,7 @@ def subject(inp: CheckInput, *, prefer: str = "motion") -> str | None:
     blobs — a robot arm's links, a shadow — are the subject only when no named object moves.
     """
     tracks = inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks
-    names = object_names(tracks)
-    named = [n for n in names if not n.startswith("#")]
-    return _most_changing(tracks, named, prefer) or _most_changing(tracks, names, prefer)
+    return _most_changing(tracks, object_names(tracks, named=True), prefer) or _most_changing(tracks, object_names(tracks), prefer)
 
 
 def _most_changing(tracks: list[ObjectTrack], names: list[str], prefer: str) -> str | None:

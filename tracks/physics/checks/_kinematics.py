@@ -74,9 +74,12 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1)
 
 
 def typical_dv(v: np.ndarray) -> float:
-    """Median frame-to-frame velocity change while moving (gravity's share per frame)."""
-    dv = np.abs(np.diff(v))
-    moving = (np.abs(v[1:]) > REST_SPEED) | (np.abs(v[:-1]) > REST_SPEED)
+    """Median frame-to-frame velocity change while moving (gravity's share per frame).
+    ``v`` is ``[n]`` (one axis) or ``[n, 2]`` (changes and speeds are then vector norms)."""
+    dv, sp = np.abs(np.diff(v, axis=0)), np.abs(v)
+    if v.ndim == 2:
+        dv, sp = np.linalg.norm(dv, axis=1), np.linalg.norm(sp, axis=1)
+    moving = (sp[1:] > REST_SPEED) | (sp[:-1] > REST_SPEED)
     dv = dv[moving & np.isfinite(dv)]
     return float(np.median(dv)) if len(dv) else 0.0
 
@@ -107,34 +110,29 @@ def collisions(cen: np.ndarray, fps: float) -> list[int]:
     """
     v = np.diff(cen, axis=0) * fps  # v[t] = motion from frame t to t+1
     sp = np.linalg.norm(v, axis=1)
-    dv = np.linalg.norm(np.diff(v, axis=0), axis=1)  # dv[t - 1] = |v[t] - v[t - 1]|
-    moving = (sp[1:] > REST_SPEED) | (sp[:-1] > REST_SPEED)
-    ok = moving & np.isfinite(dv)
-    typical = float(np.median(dv[ok])) if ok.any() else 0.0
+    typical = typical_dv(v)
     out: list[int] = []
     for t in range(1, len(v)):
-        # A contact between two frames spreads the change over two steps: also compare across one.
-        jump, fast = dv[t - 1], max(sp[t - 1], sp[t])
-        if t + 1 < len(v) and np.isfinite(sp[t + 1]) and np.isfinite(sp[t - 1]):
-            jump2 = float(np.linalg.norm(v[t + 1] - v[t - 1]))
-            jump = jump2 if not np.isfinite(jump) else max(jump, jump2)
-            fast = max(fast, sp[t + 1]) if np.isfinite(fast) else max(sp[t - 1], sp[t + 1])
+        # A contact between two frames spreads the change over two steps: also compare across one
+        # (fmax skips the side that is unseen).
+        jump, fast = float(np.linalg.norm(v[t] - v[t - 1])), float(np.fmax(sp[t - 1], sp[t]))
+        if t + 1 < len(v):
+            jump = float(np.fmax(jump, np.linalg.norm(v[t + 1] - v[t - 1])))
+            fast = float(np.fmax(fast, sp[t + 1]))
         abrupt = np.isfinite(jump) and fast > REST_SPEED and jump > 3 * typical and jump > 0.5 * fast
         if abrupt and (not out or out[-1] < t - 1):  # one event per contact
             out.append(t)
     return out
 
 
-def kinetic_gain(cens: list[np.ndarray], t: int, fps: float, window: int = 3) -> float | None:
+def kinetic_gain(speeds2: list[np.ndarray], t: int, window: int = 3) -> float | None:
     """Sum over objects of mean squared 2-D speed in ``window`` frames after a contact at
     ``t``, over the same before it (equal masses assumed; a projected proxy of kinetic energy).
+    ``speeds2[i][k]`` is object i's squared speed from frame k to k+1 (``speed2d(cen, fps)[1:] ** 2``).
     Objects unseen on either side are left out; ``None`` when nothing moved before."""
     before = after = 0.0
-    for cen in cens:
-        v = np.diff(cen, axis=0) * fps
-        sp2 = np.sum(v * v, axis=1)
-        b = sp2[max(0, t - window) : t]
-        a = sp2[t : t + window]
+    for sp2 in speeds2:
+        b, a = sp2[max(0, t - window) : t], sp2[t : t + window]
         b, a = b[np.isfinite(b)], a[np.isfinite(a)]
         if len(b) and len(a):
             before += float(b.mean())

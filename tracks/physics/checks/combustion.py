@@ -48,9 +48,7 @@ def fuel(inp: CheckInput) -> str | None:
     """The named object that shrinks most in the reference (else in the video): the fuel."""
     tracks = inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks
     best, best_v = None, 0.0
-    for n in object_names(tracks):
-        if n.startswith("#"):
-            continue
+    for n in object_names(tracks, named=True):
         a = smoothed_area(tracks, n)
         if len(a) < 3:
             continue

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, not_applicable, object_names, series, subject
-from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames, bounces, collisions, kinetic_gain
+from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames, bounces, collisions, kinetic_gain, speed2d
 from tracks.physics.tracking import ObjectTrack
 
 VERSION = "2"
@@ -55,8 +55,9 @@ def at_rest_at_end(y: np.ndarray, fps: float, frames: int = 3) -> bool:
 def contact_events(tracks: list[ObjectTrack], names: list[str], T: int, H: int, fps: float) -> tuple[int, float]:
     """(number of collision frames over the named objects, max kinetic gain across them)."""
     cens = [series(tracks, n, clipped=False, T=T)[0] / H for n in names]
+    speeds2 = [speed2d(c, fps)[1:] ** 2 for c in cens]
     frames = sorted({t for c in cens for t in collisions(c, fps)})
-    gains = [g for t in frames if (g := kinetic_gain(cens, t, fps)) is not None]
+    gains = [g for t in frames if (g := kinetic_gain(speeds2, t)) is not None]
     return len(frames), max(gains, default=0.0)
 
 
@@ -70,8 +71,7 @@ def run(inp: CheckInput) -> CheckResult:
     gain = max(ratios, default=0.0)
     rests = at_rest_at_end(y, inp.fps)
     up = len(bounces(y, inp.fps, direction=-1))  # rebounds off nothing above
-    named = [n for n in object_names(inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks)
-             if not n.startswith("#")] or [name]
+    named = object_names(inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks, named=True) or [name]
     hits, kgain = contact_events(inp.tracks, named, len(inp.frames), inp.height, inp.fps)
     measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain, "comes_to_rest": rests,
                       "ceiling_bounces": up, "collisions": hits, "kinetic_gain": kgain}

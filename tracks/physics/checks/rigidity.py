@@ -55,15 +55,14 @@ def run(inp: CheckInput) -> CheckResult:
     names = object_names(ref) if ref else object_names(inp.tracks)
     per, total = {}, 0.0
     for n in names:
-        contact = bool(ref) and in_contact(ref, n)  # type: ignore[arg-type]
+        contact = ref is not None and in_contact(ref, n)
         g = shape_stats(inp.tracks, n, contact=contact)
-        r = (shape_stats(ref, n, contact=contact) if ref else (0.0, 0.0)) if g is not None else None
+        r = shape_stats(ref, n, contact=contact) if ref else (0.0, 0.0)
         if g is None or r is None:
             continue
-        frames = "with_contact" if contact else "clean"
         dev = sum(max(0.0, abs(gi - ri) - 0.05) for gi, ri in zip(g, r, strict=True))
         per[n] = {"area_cv": g[0], "aspect_std": g[1], "area_cv_ref": r[0], "aspect_std_ref": r[1], "deviation": dev,
-                  "frames": frames}
+                  "frames": "with_contact" if contact else "clean"}
         total = max(total, dev)
     if not per:
         return not_applicable(NAME, "no object was in view (inside the frame) for 3 frames")
