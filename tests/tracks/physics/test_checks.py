@@ -102,6 +102,29 @@ def test_mixing_spreads_monotonically():
     assert r.status == "fail"
 
 
+def test_mixing_counts_the_area_gained_not_what_already_has_the_mixture_colour():
+    """standard-material-color_mixing-1: pale dye edges show the mixture's colour from frame 0
+    (13 % of the frame), so the total never doubled and the reference "showed no mixing"."""
+    ref = _mixing_scene()
+    ref.frames[:, 20:, :] = (40, 150, 120)  # a band of the mixture colour, there from the start
+    inp = CheckInput([], ref.frames, 24.0, "color_mixing", [], ref.frames, 24.0)
+    assert run_check("mixing", inp).status == "pass"
+
+
+def test_an_area_that_grows_and_shrinks_back_is_not_mixing():
+    """A robot arm sweeping through the view: the changed area ends larger than it began, but
+    it also shrinks on the way (a spreading dye does not)."""
+    T, H, W = 24, 32, 32
+    frames = np.empty((T, H, W, 3), np.uint8)
+    frames[:] = (40, 70, 220)
+    yy, xx = np.mgrid[0:H, 0:W]
+    radii = np.r_[np.linspace(2, 14, 12), np.linspace(14, 8, 6), np.linspace(8, 14, 6)]
+    for t in range(T):
+        frames[t][(xx - 16) ** 2 + (yy - 16) ** 2 <= radii[t] ** 2] = (40, 150, 120)
+    r = run_check("mixing", CheckInput([], frames, 24.0, "color_mixing", [], frames, 24.0))
+    assert r.status == "not_applicable", r
+
+
 def test_moving_rigid_ball_is_not_mixing(ball):
     r = run_check("mixing", CheckInput([], ball.frames, 24.0, "color_mixing", [], ball.frames, 24.0))
     assert r.status == "not_applicable"
