@@ -46,6 +46,7 @@ MIN_VIEW_DEPTH = 1.0  # planned chunks end looking at least this far down a corr
 OPPOSITE = {"forward": "back", "back": "forward", "turn_left": "turn_right", "turn_right": "turn_left",
             "strafe_left": "strafe_right", "strafe_right": "strafe_left"}
 TEXELS_PER_M = 64
+TEXTURE_VARIANTS = 16  # versions of each texture, picked per one-metre cell (see make_textures)
 LANDMARK_COLORS: dict[str, tuple[int, int, int]] = {
     "red_sphere": (230, 30, 30),
     "green_sphere": (30, 200, 60),
@@ -109,23 +110,50 @@ def _brick(h: int, w: int, rng: np.random.Generator, base: tuple[int, int, int],
     return tex
 
 
-def make_textures() -> np.ndarray:
-    """Four wall textures + floor + ceiling, ``uint8 [6, 64, 64, 3]``, fixed (seed-independent)."""
+def _stains(s: int, rng: np.random.Generator, count: int) -> np.ndarray:
+    """A multiplicative ``[s, s, 1]`` field of soft dark and light blobs (dirt, wear, lamp spots)."""
+    yy, xx = np.mgrid[0:s, 0:s].astype(np.float64)
+    field = np.ones((s, s))
+    for _ in range(count):
+        cx, cy = rng.uniform(0, s, size=2)
+        r = rng.uniform(0.06, 0.2) * s
+        field += rng.choice([-1.0, 1.0]) * rng.uniform(0.2, 0.4) * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * r * r))
+    return np.clip(field, 0.45, 1.5)[..., None]
+
+
+def make_textures(variants: int = TEXTURE_VARIANTS) -> np.ndarray:
+    """Four wall textures + floor + ceiling, each in ``variants`` versions: ``uint8 [6, V, 64, 64, 3]``.
+
+    Fixed (seed-independent). Every one-metre wall block, floor tile and ceiling tile picks its
+    version by a hash of its world cell (:func:`variant_index`), so the walls do not repeat with a
+    one-metre period. Identical tiles made the scene ambiguous for SfM: a camera walking down a
+    corridor was registered a whole tile (about ten steps) away from where it was.
+    """
     rng = np.random.default_rng(1234)
     s = TEXELS_PER_M
-    t = np.empty((6, s, s, 3), np.float64)
-    t[0] = _brick(s, s, rng, (170, 70, 50), 200, 8)  # red brick
-    t[1] = _brick(s, s, rng, (120, 120, 130), 60, 4)  # grey stone blocks
+    t = np.empty((6, variants, s, s, 3), np.float64)
     yy = np.arange(s)[:, None] * np.ones((1, s))
-    t[2] = np.stack([140 + 30 * np.sin(yy / 3.0), 90 + 20 * np.sin(yy / 3.0), 50 + 0 * yy], -1)  # wood planks
-    t[2][:, :: s // 4] = 60
-    t[2] += rng.normal(0, 6, size=(s, s, 3))
     checker = ((np.arange(s)[:, None] // 16 + np.arange(s)[None, :] // 16) % 2).astype(np.float64)
-    t[3] = np.stack([60 + 120 * checker, 90 + 100 * checker, 160 + 60 * checker], -1)  # blue tiles
     floor = ((np.arange(s)[:, None] // 32 + np.arange(s)[None, :] // 32) % 2).astype(np.float64)
-    t[4] = np.stack([90 + 60 * floor] * 3, -1) + rng.normal(0, 10, size=(s, s, 3))  # floor: 0.5 m checker
-    t[5] = np.stack([200 + 0 * floor, 195 + 0 * floor, 180 + 0 * floor], -1) + rng.normal(0, 4, size=(s, s, 3))
+    for k in range(variants):
+        t[0, k] = _brick(s, s, rng, (170, 70, 50), 200, 8)  # red brick
+        t[1, k] = _brick(s, s, rng, (120, 120, 130), 60, 4)  # grey stone blocks
+        t[2, k] = np.stack([140 + 30 * np.sin(yy / 3.0), 90 + 20 * np.sin(yy / 3.0), 50 + 0 * yy], -1)  # wood planks
+        t[2, k][:, :: s // 4] = 60
+        t[2, k] += rng.normal(0, 6, size=(s, s, 3))
+        tile = 0.85 + 0.3 * rng.random((4, 4)).repeat(16, 0).repeat(16, 1)[..., None]  # each tile its own glaze
+        t[3, k] = np.stack([60 + 120 * checker, 90 + 100 * checker, 160 + 60 * checker], -1) * tile  # blue tiles
+        t[4, k] = np.stack([90 + 60 * floor] * 3, -1) + rng.normal(0, 10, size=(s, s, 3))  # floor: 0.5 m checker
+        t[5, k] = np.stack([200 + 0 * floor, 195 + 0 * floor, 180 + 0 * floor], -1) + rng.normal(0, 4, size=(s, s, 3))
+        for m in range(6):
+            t[m, k] *= _stains(s, rng, 3 if m < 5 else 2)
     return np.clip(t, 0, 255).astype(np.uint8)
+
+
+def variant_index(a: np.ndarray, b: np.ndarray, c: np.ndarray, variants: int = TEXTURE_VARIANTS) -> np.ndarray:
+    """A fixed pseudo-random texture version for the integer world cell ``(a, b, c)`` (same shapes)."""
+    h = (a.astype(np.int64) * 73856093) ^ (b.astype(np.int64) * 19349663) ^ (c.astype(np.int64) * 83492791)
+    return np.mod(h, variants)
 
 
 # ------------------------------------------------------------------ camera
@@ -209,6 +237,7 @@ def render_view(grid: np.ndarray, textures: np.ndarray, K: np.ndarray, c2w: np.n
     # Horizontal direction per column in world xy, scaled so the DDA parameter is camera depth z.
     D = xc[:, None] * R[:2, 0][None, :] + R[:2, 2][None, :]  # [W, 2]
     wall_z, tex_u, side, material = _cast_columns(grid, C[:2], D)  # [W] each
+    hx, hy = C[0] + wall_z * D[:, 0], C[1] + wall_z * D[:, 1]  # where each column's ray meets its wall
     # ---- walls: the ray through (u, v) reaches the wall at depth wall_z with height C_z - yc * z
     Z = np.broadcast_to(wall_z[None, :], (height, width)).copy()  # [H, W]
     hz = C[2] - yc[:, None] * Z
@@ -217,7 +246,13 @@ def render_view(grid: np.ndarray, textures: np.ndarray, K: np.ndarray, c2w: np.n
     tv = np.mod(np.floor((WALL_HEIGHT - hz) * s).astype(np.int64), s)  # textures tile every metre
     tu = np.clip((tex_u * s).astype(np.int64), 0, s - 1)
     mat = np.clip(material - 1, 0, 3)
-    rgb = textures[mat[None, :], tv, tu[None, :]].astype(np.float64)  # [H, W, 3]
+    # the one-metre tile of the face that was hit: the wall block's cell along the face, the face's
+    # boundary line across it, and the storey (walls are two tiles high)
+    along = np.floor(np.where(side == 0, hy, hx)).astype(np.int64)  # [W]
+    across = np.rint(np.where(side == 0, hx, hy)).astype(np.int64) * 2 + side  # [W]
+    storey = np.floor(np.clip(hz, 0.0, WALL_HEIGHT - 1e-9)).astype(np.int64)  # [H, W]
+    var = variant_index(along[None, :], across[None, :], storey, textures.shape[1])
+    rgb = textures[mat[None, :], var, tv, tu[None, :]].astype(np.float64)  # [H, W, 3]
     rgb *= np.where(side == 1, 0.8, 1.0)[None, :, None]  # y-facing walls darker: corners read as corners
     # ---- floor (rays going down) and ceiling (rays going up) in front of the wall
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -231,7 +266,8 @@ def render_view(grid: np.ndarray, textures: np.ndarray, K: np.ndarray, c2w: np.n
     fu = np.mod(np.floor(px * s).astype(np.int64), s)
     fv = np.mod(np.floor(py * s).astype(np.int64), s)
     which = np.where(yc[:, None] > 0, 4, 5) * np.ones((1, width), np.int64)
-    rgb[plane] = textures[which[plane], fv[plane], fu[plane]]
+    var = variant_index(np.floor(px).astype(np.int64), np.floor(py).astype(np.int64), which, textures.shape[1])
+    rgb[plane] = textures[which[plane], var[plane], fv[plane], fu[plane]]
     # ---- landmark spheres: |C + z d - S|^2 = r^2 with d = R [xc, yc, 1]
     mask = np.zeros((height, width), np.int32)
     d = np.stack([np.broadcast_to(xc[None, :], (height, width)), np.broadcast_to(yc[:, None], (height, width)),
@@ -313,7 +349,7 @@ class MazeGenerator(CaseGenerator):
     """
 
     name: ClassVar[str] = "gaming.maze"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     accepted_params: ClassVar[frozenset[str]] = frozenset({'actions', 'fps', 'hfov_deg', 'maze_size', 'num_chunks', 'num_frames', 'resolution'})
 
     def _world(self, seed: int, n: int) -> tuple[np.ndarray, Pose2D, list[tuple[str, np.ndarray]]]:
