@@ -59,15 +59,16 @@ class InteractionTrack(Track):
             except Exception as e:  # noqa: BLE001 - reported, the model-free metrics still run
                 errors.append(f"CLIP could not be loaded: {type(e).__name__}: {e}")
 
+        ref = self._reference_frames(frames, ctx, errors, details)
         with ctx.timed("action_following"):
-            follow = self._following(frames, case, chunks, ctx, spec, errors, details)
+            follow = self._following(frames, case, chunks, ref, spec, errors, details)
         metrics += follow
 
         with ctx.timed("transitions"):
             metrics += self._transitions(frames, chunks, ctx, spec, scorer, details)
 
         with ctx.timed("consistency"):
-            metrics += self._consistency(frames, case, chunks, spec, scorer, details)
+            metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details)
 
         with ctx.timed("rubric"):
             metrics.append(self._rubric(frames, video.fps, case, chunks, ctx, spec, details))
@@ -87,7 +88,24 @@ class InteractionTrack(Track):
         return TrackOutput(metrics, mean_normalized(metrics, spec.weights), coverage, artifacts, errors)
 
     # ------------------------------------------------------------------ parts
-    def _following(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ctx: EvalContext,
+    @staticmethod
+    def _reference_frames(frames: np.ndarray, ctx: EvalContext, errors: list[str],
+                          details: dict[str, Any]) -> np.ndarray | None:
+        """The reference's frames when it exists and has the video's shape (else ``None``, with the reason)."""
+        try:
+            rv = ctx.reference()
+        except Exception as e:  # noqa: BLE001 - a broken reference only removes the reference comparisons
+            errors.append(f"reference could not be loaded: {type(e).__name__}: {e}")
+            return None
+        if rv is None:
+            return None
+        if rv.frames.shape != frames.shape:
+            details["reference_skipped"] = (f"reference shape {rv.frames.shape} differs from the video's "
+                                            f"{frames.shape}; compared with the vocabulary only, identity not calibrated")
+            return None
+        return rv.frames
+
+    def _following(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ref: np.ndarray | None,
                    spec: TrackSpec, errors: list[str], details: dict[str, Any]) -> list[MetricValue]:
         from tracks.interaction.following import analyze_following
 
@@ -100,17 +118,6 @@ class InteractionTrack(Track):
         except UnknownActionError as e:
             errors.append(str(e))
             return [spec[n].failed(str(e)) for n in names]
-        ref = None
-        try:
-            rv = ctx.reference()
-            if rv is not None:
-                if rv.frames.shape == frames.shape:
-                    ref = rv.frames
-                else:
-                    details["reference_skipped"] = (f"reference shape {rv.frames.shape} differs from the video's "
-                                                    f"{frames.shape}; compared with the vocabulary only")
-        except Exception as e:  # noqa: BLE001 - a broken reference only removes the reference comparison
-            errors.append(f"reference could not be loaded: {type(e).__name__}: {e}")
         rep = analyze_following(frames, case, chunks, reference=ref)
         details["following"] = rep.to_dict()
         details["agent_appearance"] = agent_appearance(case)
@@ -151,9 +158,9 @@ class InteractionTrack(Track):
                                                                      "signals": list(rep.signals)}),
                 spec["seam_rate"].value(len(rep.seam_indices) / len(rep.boundaries), {"seams": rep.seam_indices})]
 
-    def _consistency(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], spec: TrackSpec,
-                     scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
-        from tracks.interaction.consistency import agent_identity_consistency, identity_consistency, text_alignment
+    def _consistency(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ref: np.ndarray | None,
+                     spec: TrackSpec, scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
+        from tracks.interaction.consistency import calibrate_identity, text_alignment
 
         out = []
         if scorer is None:
@@ -167,9 +174,25 @@ class InteractionTrack(Track):
         if len(chunks) < 2:
             out.append(spec["identity_consistency"].not_applicable("needs at least two chunks"))
             return out
+        ic = self._identity(frames, case, chunks, scorer)
+        ic_ref = self._identity(ref, case, chunks, scorer) if ref is not None else None
+        cal = calibrate_identity(ic["per_chunk"], ic_ref["per_chunk"] if ic_ref is not None else None)
+        details["identity_consistency"] = {**ic, **cal, "reference": ic_ref}
+        if cal["mean"] is None:
+            out.append(spec["identity_consistency"].not_applicable(cal["reason"]))
+            return out
+        out.append(spec["identity_consistency"].value(cal["mean"], {
+            "per_chunk": cal["per_chunk"], "video_per_chunk": ic["per_chunk"], "calibration": cal["calibration"],
+            "reference_per_chunk": None if ic_ref is None else ic_ref["per_chunk"],
+            "descriptor": ic["descriptor"], "region": ic["region"]}))
+        return out
+
+    @staticmethod
+    def _identity(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], scorer: Any) -> dict[str, Any]:
+        """Similarity of each later chunk to the first: the agent, else every coloured object the case names, else the place."""
+        from tracks.interaction.consistency import agent_identity_consistency, identity_consistency
         from tracks.interaction.motion import agent_motion
 
-        # tracked identities: the agent, else every coloured object the case names, else the place
         targets = []
         app = agent_appearance(case)
         if app is not None:
@@ -177,21 +200,17 @@ class InteractionTrack(Track):
         elif case.physics is not None:
             targets += [(str(o.get("name", i)), {"color": o["color"], "window": None})
                         for i, o in enumerate(case.physics.objects) if o.get("color")]
-        if targets:
-            per = {}
-            for name, appearance in targets:
-                m = agent_motion(frames, appearance)
-                assert m.areas is not None and m.colors is not None
-                per[name] = agent_identity_consistency(chunks, m.areas, m.colors)
-            ic = {"per_object": {k: v["per_chunk"] for k, v in per.items()},
-                  "per_chunk": [float(np.mean(x)) for x in zip(*(v["per_chunk"] for v in per.values()), strict=True)],
-                  "mean": float(np.mean([v["mean"] for v in per.values()])), "descriptor": "area+colour",
-                  "region": "agent" if app is not None else "objects"}
-        else:
-            ic = identity_consistency(frames, chunks, scorer)
-        details["identity_consistency"] = ic
-        out.append(spec["identity_consistency"].value(ic["mean"], {k: ic[k] for k in ("per_chunk", "descriptor", "region")}))
-        return out
+        if not targets:
+            return identity_consistency(frames, chunks, scorer)
+        per = {}
+        for name, appearance in targets:
+            m = agent_motion(frames, appearance)
+            assert m.areas is not None and m.colors is not None
+            per[name] = agent_identity_consistency(chunks, m.areas, m.colors)
+        return {"per_object": {k: v["per_chunk"] for k, v in per.items()},
+                "per_chunk": [float(np.mean(x)) for x in zip(*(v["per_chunk"] for v in per.values()), strict=True)],
+                "mean": float(np.mean([v["mean"] for v in per.values()])), "descriptor": "area+colour",
+                "region": "agent" if app is not None else "objects"}
 
     def _rubric(self, frames: np.ndarray, fps: float, case: Case, chunks: tuple[Chunk, ...], ctx: EvalContext,
                 spec: TrackSpec, details: dict[str, Any]) -> MetricValue:

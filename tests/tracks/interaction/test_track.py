@@ -163,3 +163,39 @@ def test_identity_of_the_case_objects_is_tracked_by_colour(synth, tmp_path):
         assert m.details["region"] == "objects"
         scores.append(m.raw)
     assert scores[0] > 0.8 and scores[1] == 0.0
+
+
+def test_identity_calibration_divides_by_the_reference_and_caps_at_one():
+    from tracks.interaction.consistency import calibrate_identity
+
+    cal = calibrate_identity([0.9, 0.3, 0.5], [0.6, 0.6, 0.0])  # the reference lost the identity in chunk 3
+    assert cal["calibration"] == "reference"
+    assert cal["per_chunk"] == pytest.approx([1.0, 0.5])
+    assert cal["mean"] == pytest.approx(0.75)
+    assert calibrate_identity([0.4, 0.8], None) == {"per_chunk": [0.4, 0.8], "calibration": "none", "mean": pytest.approx(0.6)}
+    lost = calibrate_identity([0.4], [0.0])
+    assert lost["mean"] is None and "reference loses" in lost["reason"]
+    with pytest.raises(ValueError, match="one reference value per chunk"):
+        calibrate_identity([0.4, 0.5], [0.5])
+
+
+@pytest.mark.parametrize("generator", ["gaming.maze", "gaming.atari_pong"])
+def test_the_reference_keeps_its_own_identity_and_a_swap_does_not(synth, generator):
+    """Scored against itself the reference is fully consistent, though its view or sprite changes.
+
+    Uncalibrated, the maze reference scored about 0.6 here - walking down a corridor changes the
+    colours on screen - and a frozen first frame 1.0, so the metric rewarded ignoring the actions.
+    A video whose colours swap after the first chunk (RGB -> BGR) still loses.
+    """
+    case, ref = synth.game_case(generator, 0)
+    swapped = ref.copy()
+    swapped[case.chunks[1].frame_start :] = swapped[case.chunks[1].frame_start :, ..., ::-1]
+    ctx = EvalContext(reference_loader=lambda: Video(ref, case.fps, chunks=case.chunks))
+    scores = {}
+    for name, frames in (("reference", ref), ("swapped", swapped)):
+        out = InteractionTrack().evaluate(Video(frames, case.fps, chunks=case.chunks), case, ctx)
+        m = next(m for m in out.metrics if m.name == "identity_consistency")
+        assert m.details["calibration"] == "reference"
+        scores[name] = m.normalized
+    assert scores["reference"] == 1.0
+    assert scores["swapped"] < 0.8
