@@ -33,6 +33,7 @@ from worldolympiad.types import CameraSpec, Case, PhysicsSpec, Video, even_chunk
 logger = logging.getLogger(__name__)
 
 TASKS_YAML = Path(__file__).resolve().parent / "tasks.yaml"
+FLOOR_TEXELS = 256  # the floor texture covers one 2 m x 2 m tile of pybullet's plane (its UVs repeat every 2 m)
 EE_LINK = 11  # panda_grasptarget: between the fingertips
 HAND_LINK = 8  # panda_hand
 ARM_JOINTS = list(range(7))
@@ -85,6 +86,50 @@ def _direction_word(d: np.ndarray) -> str:
     return " and ".join(DIRECTION_WORDS[k] for k in ((key[0], 0), (0, key[1])) if k in DIRECTION_WORDS)
 
 
+def make_floor_texture(size: int = FLOOR_TEXELS) -> np.ndarray:
+    """A fixed, non-repeating concrete-like floor, ``uint8 [size, size, 3]``.
+
+    pybullet's default plane is a blue checker with 1 m squares: inside the workspace that is
+    two flat colours and a few identical corners, so SfM on an orbiting camera had almost
+    nothing to match (the reference scored 0.17-0.49 on the geometry track). Smooth multi-scale
+    noise (features of 3-25 cm, larger than a texel at the rendered sizes, so nearest-texel
+    sampling does not shimmer) plus sparse darker flecks, in muted grey-beige that none of the
+    saturated cube, pad or hint colours is near.
+    """
+    import cv2
+
+    rng = np.random.default_rng(2024)
+    field = np.zeros((size, size), np.float64)
+    for cells, amp in ((4, 0.5), (10, 0.3), (28, 0.2)):
+        coarse = rng.normal(0.0, 1.0, (cells, cells))
+        field += amp * cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC)
+    flecks = (rng.random((size, size)) < 0.004).astype(np.float64)
+    flecks = cv2.GaussianBlur(flecks, (0, 0), 1.5) * 12.0
+    base = 165.0 + 28.0 * field - 40.0 * np.clip(flecks, 0.0, 1.0)
+    rgb = np.stack([base * 1.02, base, base * 0.94], -1)
+    return np.clip(rgb, 0, 255).astype(np.uint8)
+
+
+@lru_cache(maxsize=1)
+def floor_texture_path() -> Path:
+    """:func:`make_floor_texture` written once per process to a PNG (pybullet loads textures from files)."""
+    import hashlib
+    import os
+    import tempfile
+
+    import cv2
+
+    tex = make_floor_texture()
+    folder = Path(tempfile.gettempdir()) / "worldolympiad-textures"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"robotics_floor_{hashlib.sha1(tex.tobytes()).hexdigest()[:12]}.png"  # named by content
+    if not path.exists():
+        tmp = folder / f".{path.name}.{os.getpid()}.png"
+        cv2.imwrite(str(tmp), cv2.cvtColor(tex, cv2.COLOR_RGB2BGR))
+        tmp.replace(path)  # atomic: parallel workers never read a half-written file
+    return path
+
+
 class ArmGenerator(CaseGenerator):
     """Base of the arm tasks. Subclasses build the plan in :meth:`_plan`.
 
@@ -97,7 +142,7 @@ class ArmGenerator(CaseGenerator):
 
     task: ClassVar[str] = "push"
     name: ClassVar[str] = "robotics.push"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     accepted_params: ClassVar[frozenset[str]] = frozenset({'camera_azimuth_deg', 'camera_distance', 'camera_elevation_deg', 'camera_orbit_deg', 'distractors',
                                                            'fov_deg', 'fps', 'num_frames', 'resolution'})
     # No declared rules: a push is a slow sustained contact (no abrupt collision), a picked cube
@@ -213,7 +258,9 @@ class ArmGenerator(CaseGenerator):
             pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=cid)
             pb.setGravity(0, 0, -9.81, physicsClientId=cid)
             pb.setTimeStep(1.0 / SIM_HZ, physicsClientId=cid)
-            pb.loadURDF("plane.urdf", physicsClientId=cid)
+            plane = pb.loadURDF("plane.urdf", physicsClientId=cid)
+            tex = pb.loadTexture(str(floor_texture_path()), physicsClientId=cid)
+            pb.changeVisualShape(plane, -1, textureUniqueId=tex, rgbaColor=[1, 1, 1, 1], physicsClientId=cid)
             robot = pb.loadURDF("franka_panda/panda.urdf", [0, 0, 0], useFixedBase=True, physicsClientId=cid)
             object_ids: dict[str, int] = {}
             bodies: dict[str, int] = {}

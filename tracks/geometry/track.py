@@ -168,12 +168,16 @@ class GeometryTrack(Track):
                 return [specs[n].not_applicable("case has no camera trajectory and no reference video") for n in names]
             if not usable:
                 return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
-            from tracks.geometry.sfm import recover_cameras
+            from tracks.geometry.sfm import motion_masks, recover_cameras
 
             ridx = idx[idx < ref.num_frames]
-            with ctx.timed("reference_sfm"):
-                rrec = recover_cameras(ref.frames[ridx], ridx, Path(ctx.work_dir) / "reference", K=self._case_K(case, ref),
-                                       method=str(self._opt(ctx, "sfm_method")), seed=ctx.seed)
+            rframes = ref.frames[ridx]
+            with ctx.timed("reference_sfm"):  # the same pipeline as the video's, masks included
+                rmasks = motion_masks(rframes) if _truthy(self._opt(ctx, "mask_dynamic")) else None
+                rrec = recover_cameras(rframes, ridx, Path(ctx.work_dir) / "reference", K=self._case_K(case, ref),
+                                       masks=rmasks, method=str(self._opt(ctx, "sfm_method")),
+                                       exhaustive_max=int(self._opt(ctx, "exhaustive_max")),
+                                       vocab_tree=self._opt(ctx, "vocab_tree"), seed=ctx.seed)
             if not rrec.ok or rrec.registered.sum() < 3:
                 return [specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}") for n in names]
             ref_poses = np.tile(np.eye(4), (len(idx), 1, 1))
