@@ -103,8 +103,8 @@ def make_floor_texture(size: int = FLOOR_TEXELS) -> np.ndarray:
     for cells, amp in ((4, 0.5), (10, 0.3), (28, 0.2)):
         coarse = rng.normal(0.0, 1.0, (cells, cells))
         field += amp * cv2.resize(coarse, (size, size), interpolation=cv2.INTER_CUBIC)
-    flecks = (rng.random((size, size)) < 0.004).astype(np.float64)
-    flecks = cv2.GaussianBlur(flecks, (0, 0), 1.5) * 12.0
+    seeds = (rng.random((size, size)) < 0.004).astype(np.float64)
+    flecks = cv2.GaussianBlur(seeds, (0, 0), 1.5) * 12.0
     base = 165.0 + 28.0 * field - 40.0 * np.clip(flecks, 0.0, 1.0)
     rgb = np.stack([base * 1.02, base, base * 0.94], -1)
     return np.clip(rgb, 0, 255).astype(np.uint8)
