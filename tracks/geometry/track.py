@@ -58,6 +58,24 @@ class GeometryTrack(Track):
     def _opt(self, ctx: EvalContext, key: str) -> Any:
         return ctx.option(f"geometry.{key}", track_spec().options.get(key))
 
+    def _recover(self, ctx: EvalContext, frames: np.ndarray, idx: np.ndarray, work: Path, K: np.ndarray | None,
+                 prefix: str = "") -> tuple[Any, np.ndarray | None]:
+        """Motion masks (when ``mask_dynamic``) and SfM with the track's options: (reconstruction, masks).
+
+        The one pipeline for the video and for a reference video that stands in for a trajectory.
+        """
+        from tracks.geometry.sfm import motion_masks, recover_cameras
+
+        masks = None
+        if _truthy(self._opt(ctx, "mask_dynamic")):
+            with ctx.timed(f"{prefix}motion_masks"):
+                masks = motion_masks(frames)
+        with ctx.timed(f"{prefix}sfm"):
+            rec = recover_cameras(frames, idx, work, K=K, masks=masks, method=str(self._opt(ctx, "sfm_method")),
+                                  exhaustive_max=int(self._opt(ctx, "exhaustive_max")),
+                                  vocab_tree=self._opt(ctx, "vocab_tree"), seed=ctx.seed)
+        return rec, masks
+
     @staticmethod
     def _case_K(case: Case, video: Video) -> np.ndarray | None:  # noqa: N802 - K is the intrinsics matrix
         """The case's intrinsics rescaled to the video's resolution (``None`` when unknown)."""
@@ -75,7 +93,7 @@ class GeometryTrack(Track):
         from tracks.geometry.metrics.camera import NAMES as CAMERA_NAMES
         from tracks.geometry.metrics.camera import camera_metrics
         from tracks.geometry.metrics.structure import registration_rate_metric, reprojection_error_metric
-        from tracks.geometry.sfm import motion_masks, recover_cameras, sample_frames
+        from tracks.geometry.sfm import sample_frames
 
         spec = track_spec()
         specs = spec.metrics
@@ -87,16 +105,7 @@ class GeometryTrack(Track):
         idx = sample_frames(video.num_frames, int(self._opt(ctx, "max_frames")))
         frames = video.frames[idx]
         K = self._case_K(case, video)
-        masks = None
-        if _truthy(self._opt(ctx, "mask_dynamic")):
-            with ctx.timed("motion_masks"):
-                masks = motion_masks(frames)
-        with ctx.timed("sfm"):
-            rec = recover_cameras(
-                frames, idx, work, K=K, masks=masks, method=str(self._opt(ctx, "sfm_method")),
-                exhaustive_max=int(self._opt(ctx, "exhaustive_max")), vocab_tree=self._opt(ctx, "vocab_tree"),
-                seed=ctx.seed,
-            )
+        rec, masks = self._recover(ctx, frames, idx, work, K)
         n_reg = int(rec.registered.sum())
         usable = rec.ok and n_reg >= 3
         failure = rec.failure or (f"only {n_reg} of {len(idx)} sampled frames registered (need >= 3)" if not usable else None)
@@ -168,16 +177,9 @@ class GeometryTrack(Track):
                 return [specs[n].not_applicable("case has no camera trajectory and no reference video") for n in names]
             if not usable:
                 return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
-            from tracks.geometry.sfm import motion_masks, recover_cameras
-
             ridx = idx[idx < ref.num_frames]
-            rframes = ref.frames[ridx]
-            with ctx.timed("reference_sfm"):  # the same pipeline as the video's, masks included
-                rmasks = motion_masks(rframes) if _truthy(self._opt(ctx, "mask_dynamic")) else None
-                rrec = recover_cameras(rframes, ridx, Path(ctx.work_dir) / "reference", K=self._case_K(case, ref),
-                                       masks=rmasks, method=str(self._opt(ctx, "sfm_method")),
-                                       exhaustive_max=int(self._opt(ctx, "exhaustive_max")),
-                                       vocab_tree=self._opt(ctx, "vocab_tree"), seed=ctx.seed)
+            rrec, _ = self._recover(ctx, ref.frames[ridx], ridx, Path(ctx.work_dir) / "reference",
+                                    self._case_K(case, ref), prefix="reference_")
             if not rrec.ok or rrec.registered.sum() < 3:
                 return [specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}") for n in names]
             ref_poses = np.tile(np.eye(4), (len(idx), 1, 1))

@@ -177,7 +177,7 @@ class InteractionTrack(Track):
         ic = self._identity(frames, case, chunks, scorer)
         ic_ref = self._identity(ref, case, chunks, scorer) if ref is not None else None
         cal = calibrate_identity(ic["per_chunk"], ic_ref["per_chunk"] if ic_ref is not None else None)
-        details["identity_consistency"] = {**ic, **cal, "reference": ic_ref}
+        details["identity_consistency"] = {**cal, "video": ic, "reference": ic_ref}
         if cal["mean"] is None:
             out.append(spec["identity_consistency"].not_applicable(cal["reason"]))
             return out

@@ -43,3 +43,20 @@ def reference_result(flythrough, flythrough_case, tmp_path_factory):
 def evaluate():
     """``evaluate(video, case, work_dir, **geometry_options) -> (TrackOutput, EvalContext)``."""
     return _evaluate
+
+
+def _recovered_trajectory(frames, idx, work_dir, K, poses, masks=None):
+    """SfM on ``frames`` against their exact ``poses``: ``(registration rate, ATE RMSE / path length)``."""
+    from tracks.geometry.sfm import recover_cameras
+    from tracks.geometry.trajectory import path_length, trajectory_errors
+
+    rec = recover_cameras(frames, idx, work_dir, K=K, masks=masks)
+    r = rec.registered
+    err = trajectory_errors(rec.poses[r], poses[r])
+    return rec.registration_rate, err.ate_rmse / path_length(poses[r])
+
+
+@pytest.fixture(scope="session")
+def recovered_trajectory():
+    """``recovered_trajectory(frames, idx, work_dir, K, poses, masks=None) -> (registration rate, ATE / path)``."""
+    return _recovered_trajectory

@@ -13,18 +13,14 @@ import pytest
 
 
 @pytest.mark.parametrize("seed", [0, 2])  # turn / walk / turn, and walk / strafe / walk
-def test_sfm_recovers_the_maze_walk_within_six_percent(tmp_path, seed):
+def test_sfm_recovers_the_maze_walk_within_six_percent(tmp_path, seed, recovered_trajectory):
     from scenarios.gaming.maze import maze
-    from tracks.geometry.sfm import recover_cameras
-    from tracks.geometry.trajectory import path_length, trajectory_errors
 
     case = maze.make_case("maze-geo", seed=seed, resolution=(96, 128), num_frames=24, num_chunks=3)
     video = maze.render(case).video
-    rec = recover_cameras(video.frames, np.arange(24), tmp_path, K=case.camera.K)
-    assert rec.registration_rate >= 0.9
-    r = rec.registered
-    err = trajectory_errors(rec.poses[r], case.camera.poses[r])
-    assert err.ate_rmse / path_length(case.camera.poses[r]) < 0.06
+    rate, ate = recovered_trajectory(video.frames, np.arange(24), tmp_path, case.camera.K, case.camera.poses)
+    assert rate >= 0.9
+    assert ate < 0.06
 
 
 def test_neighbouring_wall_tiles_are_not_copies():
