@@ -8,7 +8,8 @@
 #   echo /.gpu_data/ >> .git/info/exclude          # 21 MB: carried, never committed
 # Then one device call, e.g. run(command="bash scripts/train_reference_world_gpu.sh 420",
 # carry=[".gpu_data"], timeout_s=560). Afterwards, on the workstation:
-#   python bench/bench_reference_world.py --model-dir <files_at>/model --limit 24 --one-block
+#   cat <files_at>/model/*.part-* > MODEL/diffusion_pytorch_model.safetensors   (+ the .json files)
+#   python bench/bench_reference_world.py --model-dir MODEL --limit 24 --one-block
 #
 # Usage: train_reference_world_gpu.sh [BUDGET_S=420]
 # Environment: OUT (default /tmp/gpu_out), DATA (.gpu_data/train), DEVICE (cuda), PYTHON (python3),
@@ -49,5 +50,10 @@ echo "probe: $STEPS steps fit in ${BUDGET} s" | tee -a "$OUT/train.log"
 $PY -m inferix.cli train --config $CFG --device "$DEVICE" --no-progress --out-dir "$WORK/run" \
     --set "data.roots=[$DATA]" --set "train.steps=$STEPS" $EXTRA >> "$OUT/train.log" 2>&1
 cp "$WORK/run/model/"* "$OUT/model/"
+# The device tool returns files of at most 16 MiB; the fp32 weights are ~17.2 MiB, so they travel in
+# parts. Rejoin on the workstation: cat model/*.safetensors.part-* > model/diffusion_pytorch_model.safetensors
+for f in "$OUT/model/"*.safetensors; do
+    if [ "$(stat -c %s "$f")" -gt $((15 * 1024 * 1024)) ]; then split -b 15M "$f" "$f.part-" && rm "$f"; fi
+done
 cp "$WORK/run/log.jsonl" "$OUT/log.jsonl"
 tail -n 3 "$OUT/train.log"
