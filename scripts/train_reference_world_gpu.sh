@@ -13,8 +13,12 @@
 #
 # Usage: train_reference_world_gpu.sh [BUDGET_S=420]
 # Environment: OUT (default /tmp/gpu_out), DATA (.gpu_data/train), DEVICE (cuda), PYTHON (python3),
-#   PROBE_STEPS (30), EXTRA (more --set overrides, e.g. for a CPU dry run:
-#   DEVICE=cpu PROBE_STEPS=3 EXTRA="--set train.batch_size=2" bash scripts/train_reference_world_gpu.sh 20).
+#   CFG (the recipe; reference_world_gpu.yaml), PROBE_STEPS (30), PROFILE_STEPS (10; 0 skips
+#   bench/profile_train_step.py, whose table goes to $OUT/profile.txt), EXTRA (more --set
+#   overrides; e.g. a rollout fine-tune of the shipped weights: EXTRA="--set
+#   init_from=inferix/weights/reference_world --set train.rollout=0.3 --set train.lr=0.0003"),
+#   or for a CPU dry run: DEVICE=cpu PROBE_STEPS=3 PROFILE_STEPS=2 EXTRA="--set train.batch_size=2"
+#   bash scripts/train_reference_world_gpu.sh 20).
 set -euo pipefail
 BUDGET=${1:-420}
 OUT=${OUT:-/tmp/gpu_out}
@@ -22,13 +26,23 @@ DATA=${DATA:-.gpu_data/train}
 DEVICE=${DEVICE:-cuda}
 PY=${PYTHON:-python3}
 PROBE_STEPS=${PROBE_STEPS:-30}
+PROFILE_STEPS=${PROFILE_STEPS:-10}
 EXTRA=${EXTRA:-}
-CFG=inferix/train/configs/reference_world_gpu.yaml
+CFG=${CFG:-inferix/train/configs/reference_world_gpu.yaml}
 WORK=$(mktemp -d)
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 mkdir -p "$OUT/model"
 [ -f "$DATA/suite.json" ] || { echo "no training data at $DATA (render it first; see the header)"; exit 2; }
 $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" | tee "$OUT/train.log"
+
+# 0. where a step's time goes (session 9 measured 165 ms a step on an H200 and did not profile it);
+#    a failure here is logged and does not stop the training
+if [ "$PROFILE_STEPS" -gt 0 ]; then
+    # shellcheck disable=SC2086
+    $PY bench/profile_train_step.py --config $CFG --device "$DEVICE" --steps "$PROFILE_STEPS" \
+        --set "data.roots=[$DATA]" $EXTRA > "$OUT/profile.txt" 2>&1 || echo "profile failed (see profile.txt)"
+    grep -m 1 "train_step" "$OUT/profile.txt" | tee -a "$OUT/train.log" || true
+fi
 
 # 1. time a short run of the real configuration (the first steps include warm-up, so skip them)
 # shellcheck disable=SC2086

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainState", "Trainer", "diffusion_forcing_loss", "export_checkpoint", "train"]
+__all__ = ["TrainState", "Trainer", "device_generator", "diffusion_forcing_loss", "export_checkpoint", "train"]
 
 
 def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: float,
@@ -84,6 +84,25 @@ def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: 
     j = torch.randint(0, blocks, (batch,), generator=generator)  # first noisy block (at least one stays noisy)
     clean = tf[:, None] & (torch.arange(blocks)[None] < j[:, None])
     return sigma.masked_fill(clean, 0.0)
+
+
+def device_generator(generator: torch.Generator, device: torch.device | str) -> torch.Generator:
+    """A generator for the batch-sized noise draws of one step, on the model's ``device``.
+
+    On CPU it is ``generator`` itself (the draws are bit-identical to drawing there directly). On an
+    accelerator it is a fresh generator there, seeded by one draw from ``generator``: the two
+    ``[B, C, F, h, w]`` noise tensors of a step are then drawn where the model runs instead of on one
+    host core, serial with the step (47-100 ms each for the GPU recipe's batch on one core of the
+    2-core workstation), and every draw still follows from the CPU generator's state, which the
+    checkpoint keeps, so a resumed run draws the same noise.
+    """
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cpu":
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 def rollout_context(lm: LoadedModel, clip: Clip, x0: torch.Tensor, block_frames: int, num_blocks: int, text: Any,
@@ -145,13 +164,14 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
             ctx = x0.clone()
             ctx[:, :, 1 : 1 + n * block_frames] = torch.where(use, gen, x0[:, :, 1 : 1 + n * block_frames])
     sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)  # [B, F]
-    noise = torch.randn(x0.shape, generator=generator).to(device)
+    draw = device_generator(generator, device)
+    noise = torch.randn(x0.shape, generator=draw, device=device)
     s = sig_f[:, None, :, None, None]
     x_t = (1 - s) * ctx + s * noise
     seen = ctx
     if context_noise > 0:  # corrupt the t = 0 context only; the targets stay the clean x0
         std = torch.rand(b, generator=generator) * context_noise
-        extra = torch.randn(x0.shape, generator=generator).to(device) * std.to(device)[:, None, None, None, None]
+        extra = torch.randn(x0.shape, generator=draw, device=device) * std.to(device)[:, None, None, None, None]
         x_t = torch.where(s == 0, x_t + extra, x_t)
         seen = ctx + extra
     anchor = None

@@ -121,6 +121,18 @@ def test_loss_falls_on_cpu(toy_root: Path, tmp_path: Path) -> None:
     assert np.mean(losses[-8:]) < 0.7 * np.mean(losses[:8]), losses
 
 
+def test_cpu_training_draws_its_noise_from_the_trainers_own_generator() -> None:
+    """On CPU the step's noise comes from the trainer's generator itself, as before device draws
+    existed, so CPU runs and their checkpoints are bit-identical to earlier sessions'."""
+    from inferix.train.recipe import device_generator
+
+    g = torch.Generator().manual_seed(3)
+    assert device_generator(g, "cpu") is g
+    assert device_generator(g, torch.device("cpu")) is g
+    a = torch.randn((2, 3, 4), generator=device_generator(torch.Generator().manual_seed(3), "cpu"), device="cpu")
+    torch.testing.assert_close(a, torch.randn((2, 3, 4), generator=torch.Generator().manual_seed(3)), rtol=0, atol=0)
+
+
 def test_resume_continues_exactly(toy_root: Path, tmp_path: Path) -> None:
     """2 steps + checkpoint + resume 2 steps == 4 steps straight (weights, EMA, optimiser state)."""
     from safetensors.torch import load_file
