@@ -7,8 +7,9 @@ rate. Run this first in the next device call, before changing the model or the b
     python bench/profile_train_step.py --config inferix/train/configs/reference_world_gpu.yaml \\
         --device cuda --set "data.roots=[.gpu_data/train]" [--steps 10] [--warmup 5] [--rows 25]
 
-It prints (1) the wall time of ``data.sample`` (host numpy work) against a whole
-``Trainer.train_step`` over the same steps, and (2) ``torch.profiler``'s operator table over
+It prints (1) the time of ``data.sample`` (host numpy work) against a whole
+``Trainer.train_step`` over the same steps (``inferix.profiling.bench_clock``: wall seconds after a
+sync on CUDA, process CPU seconds on CPU), and (2) ``torch.profiler``'s operator table over
 ``--steps`` steps, sorted by device time on CUDA and by host time on CPU. Numbers only; it never
 fails on a timing. ``scripts/train_reference_world_gpu.sh`` runs it when ``PROFILE_STEPS`` > 0.
 """
@@ -16,12 +17,12 @@ fails on a timing. ``scripts/train_reference_world_gpu.sh`` runs it when ``PROFI
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
 
 def main(argv: list[str] | None = None) -> int:
+    from inferix.profiling import bench_clock
     from inferix.train.config import load_config
     from inferix.train.recipe import Trainer
 
@@ -40,23 +41,17 @@ def main(argv: list[str] | None = None) -> int:
     trainer = Trainer(cfg, device=args.device)
     cuda = args.device.startswith("cuda")
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
     for _ in range(args.warmup):
         trainer.train_step()
-    sync()
     gen = torch.Generator().manual_seed(1)
-    t0 = time.perf_counter()
+    t0 = bench_clock(args.device)
     for _ in range(args.steps):
         trainer.data.sample(cfg.train.batch_size, gen)
-    sample_s = (time.perf_counter() - t0) / args.steps
-    t0 = time.perf_counter()
+    sample_s = (bench_clock(args.device) - t0) / args.steps
+    t0 = bench_clock(args.device)
     for _ in range(args.steps):
         trainer.train_step()
-    sync()
-    step_s = (time.perf_counter() - t0) / args.steps
+    step_s = (bench_clock(args.device) - t0) / args.steps
     print(f"{args.device}, batch {cfg.train.batch_size}: train_step {1e3 * step_s:.1f} ms, of which data.sample "
           f"{1e3 * sample_s:.1f} ms ({100 * sample_s / step_s:.0f} %)", flush=True)
 
@@ -64,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     with torch.profiler.profile(activities=activities) as prof:
         for _ in range(args.steps):
             trainer.train_step()
-        sync()
+        bench_clock(args.device)  # waits for the device's queued work inside the profiled region
     key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
     print(prof.key_averages().table(sort_by=key, row_limit=args.rows), flush=True)
     return 0

@@ -160,7 +160,8 @@ def _sync(device: str) -> None:
 # seconds after a device sync on CUDA.
 
 
-def _clock(device: str) -> float:
+def bench_clock(device: str) -> float:
+    """The benchmarks' clock: wall seconds after a device sync on CUDA, process CPU seconds on CPU."""
     if str(device).startswith("cuda"):
         _sync(device)
         return time.perf_counter()
@@ -223,9 +224,9 @@ def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str
 def _block_times(engine: Any, num_blocks: int, prompt: str = "bench") -> list[float]:
     dev = engine.config.device
     times = []
-    t = _clock(dev)
+    t = bench_clock(dev)
     for _ in engine.stream(prompt, num_blocks=num_blocks, seed=0):
-        now = _clock(dev)
+        now = bench_clock(dev)
         times.append(now - t)
         t = now
     return times
@@ -264,7 +265,7 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
     ctx = model.cross_attention_kv(torch.randn(1, model.config.text_len, model.config.text_dim, device=device))
     clean = torch.zeros(1, c, 0, h, w, device=device)
     g = torch.Generator().manual_seed(0)
-    t0 = _clock(device)
+    t0 = bench_clock(device)
     with torch.no_grad():
         for b in range(num_blocks):
             x = torch.randn((1, c, 3, h, w), generator=g).to(device)
@@ -278,7 +279,7 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
                 x = x0 if i + 1 == len(ts) else (1 - ts[i + 1] / 1000) * x0 + ts[i + 1] / 1000 * torch.randn(
                     x.shape, generator=g).to(device)
             clean = torch.cat([clean, x], 2)
-    recompute = _clock(device) - t0
+    recompute = bench_clock(device) - t0
     return {"blocks": num_blocks, "cached_s": cached, "recompute_s": recompute, "speedup": recompute / cached}
 
 
@@ -289,9 +290,9 @@ def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str, 
     one = 3 * num_blocks / sum(_block_times(eng, num_blocks))
     eng = _engine_for(model, latent_hw, "rolling:9", device, max_batch=sessions, max_sessions=sessions)
     ids = [eng.add_session(f"p{i}", num_blocks=num_blocks, seed=i) for i in range(sessions)]
-    t0 = _clock(device)
+    t0 = bench_clock(device)
     eng.run()
-    many = 3 * num_blocks * sessions / (_clock(device) - t0)
+    many = 3 * num_blocks * sessions / (bench_clock(device) - t0)
     assert all(eng.session(i).blocks_done == num_blocks for i in ids)
     return {"sessions": sessions, "one_session_fps": one, "batched_fps": many, "throughput_ratio": many / one}
 
@@ -315,18 +316,18 @@ def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: in
             model(x, torch.tensor([500.0], device=device), ctx, be)
         flops = counter.get_total_flops()
         model(x, torch.tensor([500.0], device=device), ctx, be)  # warm-up
-        t0 = _clock(device)
+        t0 = bench_clock(device)
         for _ in range(repeats):
             model(x, torch.tensor([500.0], device=device), ctx, be)
-        dit_s = (_clock(device) - t0) / repeats
+        dit_s = (bench_clock(device) - t0) / repeats
         n = max(64, round((flops / 2) ** (1 / 3)))  # square matmul with ~ the same FLOPs
         a = torch.randn(n, n, device=device)
         b = torch.randn(n, n, device=device)
         a @ b
-        t0 = _clock(device)
+        t0 = bench_clock(device)
         for _ in range(repeats):
             a @ b
-        mm_s = (_clock(device) - t0) / repeats
+        mm_s = (bench_clock(device) - t0) / repeats
     dit_flops, mm_flops = flops / dit_s, 2 * n**3 / mm_s
     return {"dit_gflop": flops / 1e9, "dit_gflops_per_s": dit_flops / 1e9, "matmul_n": n,
             "matmul_gflops_per_s": mm_flops / 1e9, "fraction_of_matmul": dit_flops / mm_flops}
