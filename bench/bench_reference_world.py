@@ -11,10 +11,12 @@
    on the latent cells that change in the reference: the model's squared error over that of
    repeating the frame (1 = no better than copying it, 0 = exact), and its error on the cells
    that do not change. This separates "does not learn the move" from "compounds its own errors
-   over a rollout", which direction accuracy mixes.
-3. **60 s generation** with ``reference-world`` through the engine (rolling KV window): FPS
-   (decode included), KV bytes per block (flat = bounded memory), and peak RSS of a 60 s vs a
-   5 s ``inferix generate`` run, each in a fresh process.
+   over a rollout", which direction accuracy mixes. The pipeline has no action guidance, so this
+   is the unguided model whatever its bundle says.
+3. **60 s generation** with ``reference-world`` through the engine (rolling KV window, the
+   model's own sampler and action guidance, as ``inferix generate`` serves it): FPS (decode
+   included), KV bytes per block (flat = bounded memory), and peak RSS of a 60 s vs a 5 s
+   ``inferix generate`` run, each in a fresh process.
 
 Usage::
 
@@ -264,21 +266,21 @@ def streaming(model: str = "reference-world", seconds: float = 60.0, side: int =
     latent_hw = lm.latent_hw_for((side, side))
     blocks = lm.blocks_for_seconds(seconds)
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(lm.timesteps),
-                       policy=CachePolicy.parse(lm.policy()), max_sessions=1, max_batch=1,
-                       max_frames=blocks * lm.block_frames + 8, device="cpu")
+                       policy=CachePolicy.parse(lm.policy()), action_guidance=lm.guidance(), max_sessions=1,
+                       max_batch=1, max_frames=blocks * lm.block_frames + 8, device="cpu")
     engine = Engine(lm.model, lm.codec, lm.text_encoder, cfg, lm.action_encoder)
     prof = profile_session(engine, "the camera walks forward", blocks, action="forward", model_name=model)
     kv = [b.kv_bytes for b in prof.blocks]
     frames = sum(b.frames for b in prof.blocks)
     res = {"model": model, "pixels": list(lm.pixel_hw(latent_hw)), "seconds_of_video": frames / lm.fps,
-           "frames": frames, "steps": len(lm.timesteps), "fps": round(prof.fps, 1),
+           "frames": frames, "steps": len(lm.timesteps), "action_guidance": lm.guidance(), "fps": round(prof.fps, 1),
            "realtime_factor": round(prof.fps / lm.fps, 2), "time_to_first_frame_s": prof.time_to_first_frame_s,
            "kv_bytes_block10": kv[min(10, len(kv) - 1)], "kv_bytes_last": kv[-1],
            "kv_flat": kv[-1] == kv[min(10, len(kv) - 1)]}
     short, long_ = _peak_rss(model, 5.0, side), _peak_rss(model, seconds, side)
     res.update({"peak_rss_5s": short, f"peak_rss_{seconds:g}s": long_, "peak_rss_ratio": round(long_ / short, 3)})
     print(f"60 s stream: {res['fps']} FPS ({res['realtime_factor']}x real time at {lm.fps:g} fps, "
-          f"{res['steps']} steps, {side}px), KV bytes block 10 {res['kv_bytes_block10']} vs last "
+          f"{res['steps']} steps, action guidance {res['action_guidance']:g}, {side}px), KV bytes block 10 {res['kv_bytes_block10']} vs last "
           f"{res['kv_bytes_last']}, peak RSS 60 s / 5 s = {res['peak_rss_ratio']}", flush=True)
     return res
 
