@@ -257,17 +257,14 @@ def _peak_rss(model: str, seconds: float, side: int) -> int:
 
 
 def streaming(model: str = "reference-world", seconds: float = 60.0, side: int = 64) -> dict[str, Any]:
-    from inferix.engine import Engine, EngineConfig
-    from inferix.kv_cache import CachePolicy
+    from inferix.engine import Engine
     from inferix.profiling import profile_session
     from inferix.registry import load_model
 
     lm = load_model(model)
     latent_hw = lm.latent_hw_for((side, side))
     blocks = lm.blocks_for_seconds(seconds)
-    cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(lm.timesteps),
-                       policy=CachePolicy.parse(lm.policy()), action_guidance=lm.guidance(), max_sessions=1,
-                       max_batch=1, max_frames=blocks * lm.block_frames + 8, device="cpu")
+    cfg = lm.engine_config(latent_hw, max_sessions=1, max_batch=1, max_frames=blocks * lm.block_frames + 8, device="cpu")
     engine = Engine(lm.model, lm.codec, lm.text_encoder, cfg, lm.action_encoder)
     prof = profile_session(engine, "the camera walks forward", blocks, action="forward", model_name=model)
     kv = [b.kv_bytes for b in prof.blocks]

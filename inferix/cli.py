@@ -58,18 +58,15 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions: int = 1, max_batch: int = 1) -> Any:
-    from inferix.engine import Engine, EngineConfig
-    from inferix.kv_cache import CachePolicy
+    from inferix.engine import Engine
 
     latent_hw = loaded.latent_hw
     if args.height or args.width:
         ph, pw = loaded.pixel_hw()
         latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw))
-    ts = loaded.timesteps[: args.steps] if args.steps else loaded.timesteps
-    cfg = EngineConfig(latent_hw=latent_hw, block_frames=loaded.block_frames, timesteps=tuple(ts),
-                       policy=CachePolicy.parse(loaded.policy(args.policy)), num_host_blocks=args.host_blocks,
-                       action_guidance=loaded.guidance(args.action_guidance),
-                       max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames, device=args.device)
+    cfg = loaded.engine_config(latent_hw, steps=args.steps, policy=args.policy, action_guidance=args.action_guidance,
+                               num_host_blocks=args.host_blocks, max_sessions=max_sessions, max_batch=max_batch,
+                               max_frames=max_frames, device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 
 

@@ -146,6 +146,19 @@ class LoadedModel:
         """The action guidance to serve with: ``requested``, else the model's own, else 1 (off)."""
         return requested if requested is not None else (self.action_guidance or 1.0)
 
+    def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
+                      action_guidance: float | None = None, **options: Any) -> Any:
+        """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
+        sampler (the first ``steps`` timesteps), KV policy and action guidance, each overridable
+        (``None`` = the model's own); ``options`` are the other engine settings (``max_frames``...)."""
+        from inferix.engine import EngineConfig
+        from inferix.kv_cache import CachePolicy
+
+        ts = self.timesteps[:steps] if steps else self.timesteps
+        return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames, timesteps=tuple(ts),
+                            policy=CachePolicy.parse(self.policy(policy)),
+                            action_guidance=self.guidance(action_guidance), **options)
+
     @property
     def pixel_scale(self) -> int:
         """Pixels per latent cell (the codec's spatial stride)."""

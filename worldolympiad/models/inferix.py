@@ -108,15 +108,11 @@ class InferixModel(WorldModel):
         return self._loaded
 
     def _engine(self, latent_hw: tuple[int, int], max_frames: int) -> Any:
-        from inferix.engine import Engine, EngineConfig
-        from inferix.kv_cache import CachePolicy
+        from inferix.engine import Engine
 
         lm = self.loaded
-        ts = lm.timesteps[: self.steps] if self.steps else lm.timesteps
-        cfg = EngineConfig(latent_hw=latent_hw, block_frames=lm.block_frames, timesteps=tuple(ts),
-                           policy=CachePolicy.parse(lm.policy(self.policy)), max_sessions=1, max_batch=1,
-                           action_guidance=lm.guidance(self.action_guidance),
-                           max_frames=max_frames, device=self.device)
+        cfg = lm.engine_config(latent_hw, steps=self.steps, policy=self.policy, action_guidance=self.action_guidance,
+                               max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
