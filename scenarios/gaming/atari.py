@@ -60,14 +60,23 @@ class AtariGenerator(CaseGenerator):
     Params (all optional): ``resolution`` [H, W] (64x64), ``num_frames`` (32), ``fps`` (the
     game's default, 15) and ``frame_skip`` (``60 / fps``: real time), ``num_chunks`` (4), ``actions`` (one action name
     per chunk; default: drawn from the game's plan by seed), ``warmup`` (NOOP video frames
-    before recording; default drawn by seed in [0, 20)).
+    before recording; default drawn by seed in [0, 20)), ``warmup_moves`` (action names, one
+    per video frame, played after the NOOPs and before the game's start actions; default: one
+    of the game's ``warmup_moves`` held for 0-4 frames, drawn by seed).
+
+    The seeded moves exist because a NOOP warm-up does not change every game: Breakout waits
+    for FIRE, so before version 2 its cases differed only by the order of the 3 plan actions
+    and distinct seeds rendered byte-identical videos. Starting the paddle at a seeded place
+    makes them distinct, and with ``warmup_after_start`` the NOOPs come after the serve, so the
+    ball is at a seeded point of its flight. Games without these keys in games.yaml render as
+    in version 1.
     """
 
     game: ClassVar[str] = "breakout"
     name: ClassVar[str] = "gaming.atari_breakout"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     accepted_params: ClassVar[frozenset[str]] = frozenset(
-        {"actions", "fps", "frame_skip", "num_chunks", "num_frames", "resolution", "warmup"})
+        {"actions", "fps", "frame_skip", "num_chunks", "num_frames", "resolution", "warmup", "warmup_moves"})
 
     def make_case(self, case_id: str, *, seed: int = 0, **params: Any) -> Case:
         unknown = set(params) - self.accepted_params
@@ -94,6 +103,15 @@ class AtariGenerator(CaseGenerator):
         if bad:
             raise ValueError(f"{self.name}: unknown actions {bad}; this game's actions are {sorted(spec['actions'])}")
         warmup = int(p.get("warmup", rng.integers(0, 20)))
+        # drawn after everything above so that games without warm-up moves keep version 1's draws
+        moves = p.get("warmup_moves")
+        if moves is None:
+            choices = list(spec.get("warmup_moves", ()))
+            moves = [choices[int(rng.integers(len(choices)))]] * int(rng.integers(0, 5)) if choices else []
+        moves = [str(a) for a in moves]
+        bad = [a for a in moves if a not in spec["actions"]]
+        if bad:
+            raise ValueError(f"{self.name}: unknown warmup_moves {bad}; this game's actions are {sorted(spec['actions'])}")
         captions = [spec["actions"][a]["caption"] for a in actions]
         chunks = even_chunks(num_frames, num_chunks, captions=captions, actions=actions)
         scale = np.array([w / NATIVE_W, h / NATIVE_H])
@@ -117,7 +135,8 @@ class AtariGenerator(CaseGenerator):
             },
         }
         resolved = {"resolution": [h, w], "num_frames": num_frames, "fps": fps, "frame_skip": frame_skip,
-                    "num_chunks": num_chunks, "actions": actions, "warmup": warmup}
+                    "num_chunks": num_chunks, "actions": actions, "warmup": warmup,
+                    "warmup_moves": moves}
         return Case(
             id=case_id,
             scenario="gaming",
@@ -159,7 +178,9 @@ class AtariGenerator(CaseGenerator):
         ale.loadROM(roms.get_rom_path(self.game))
         minimal = {a.name: a for a in ale.getMinimalActionSet()}
         skip = int(p["frame_skip"])
-        for name in ["NOOP"] * int(p["warmup"]) + list(spec["start_actions"]):
+        warmup = ["NOOP"] * int(p["warmup"]) + list(p.get("warmup_moves", ()))
+        start = list(spec["start_actions"])
+        for name in (start + warmup) if spec.get("warmup_after_start") else (warmup + start):
             for _ in range(skip):
                 ale.act(minimal[name])
         native = np.empty((case.num_frames, NATIVE_H, NATIVE_W, 3), np.uint8)

@@ -104,13 +104,66 @@ def test_agent_moves_in_the_commanded_direction(rendered, game):
     assert moved >= 2
 
 
-def test_same_seed_same_bytes_and_seed_changes_start():
+def test_same_seed_same_bytes():
     c1 = breakout.make_case("b", seed=5, num_frames=12, num_chunks=2)
     c2 = breakout.make_case("b", seed=5, num_frames=12, num_chunks=2)
     assert c1.to_dict() == c2.to_dict()
     r1, r2 = breakout.render(c1), breakout.render(c2)
     assert r1.video.frames.tobytes() == r2.video.frames.tobytes()
     assert r1.masks.tobytes() == r2.masks.tobytes()
+
+
+def _screens(entries):
+    from scenarios.suites import build_case
+
+    out = {}
+    for e in entries:
+        case = build_case(e, "t")
+        gen = GENS[case.metadata["game"]]
+        out[e.id] = gen.play(case)[0].tobytes()
+    return out
+
+
+@pytest.mark.parametrize("suite", ["gaming", "smoke"])
+def test_every_atari_case_of_a_suite_plays_its_own_video(suite):
+    """No two seeds of a suite render the same game (generator v1 gave Breakout seeds 0 and 2 one video)."""
+    from scenarios.suites import suite_entries
+
+    entries = [e for e in suite_entries(suite) if e.generator.startswith("gaming.atari_")]
+    screens = _screens(entries)
+    by_bytes: dict[bytes, list[str]] = {}
+    for case_id, b in screens.items():
+        by_bytes.setdefault(b, []).append(case_id)
+    assert [ids for ids in by_bytes.values() if len(ids) > 1] == []
+    assert len(screens) == len(entries) >= 2
+
+
+def test_breakout_seeds_start_the_paddle_in_different_places():
+    """Breakout ignores a NOOP warm-up before the serve; the seeded warm-up moves still spread the start."""
+    starts = set()
+    for seed in range(12):
+        case = breakout.make_case("b", seed=seed, num_frames=1, num_chunks=1)
+        starts.add(float(breakout.render(case).states["agent"]["position_native"][0, 0]))
+    assert len(starts) >= 5
+
+
+def test_breakout_warmup_moves_are_validated_and_recorded():
+    case = breakout.make_case("b", seed=0, num_chunks=1, warmup_moves=["LEFT", "LEFT"])
+    assert case.metadata["params"]["warmup_moves"] == ["LEFT", "LEFT"]
+    with pytest.raises(ValueError, match="warmup_moves"):
+        breakout.make_case("b", warmup_moves=["JUMP"], num_chunks=1)
+
+
+def test_games_without_warmup_moves_keep_their_version_1_draws():
+    """Pong and freeway cases are unchanged by generator v2: same actions and warm-up for a seed."""
+    for seed in range(5):
+        p = pong.make_case("p", seed=seed).metadata["params"]
+        assert p["warmup_moves"] == []
+        rng = np.random.default_rng(seed)
+        plan = list(atari_spec("pong")["plan_actions"])
+        order = [plan[int(i)] for i in rng.permutation(len(plan))]
+        assert p["actions"] == [order[i % 3] for i in range(4)]
+        assert p["warmup"] == int(rng.integers(0, 20))
 
 
 def test_native_to_output_maps_pixel_centres():
