@@ -150,7 +150,7 @@ def test_dispatchers_forward_argv_and_name_the_missing_provider(monkeypatch, cap
     assert "provided by leaderboard" in err and "no_such_pkg.report:main" in err
 
 
-@pytest.mark.parametrize("entry", ["worldolympiad.cli.main", "worldolympiad.cli.evaluate"])
+@pytest.mark.parametrize("entry", ["worldolympiad", "worldolympiad.cli.main", "worldolympiad.cli.evaluate"])
 def test_help_has_runnable_examples(entry):
     r = subprocess.run([sys.executable, "-m", entry, "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "examples:" in r.stdout
