@@ -78,6 +78,11 @@ class EngineConfig:
             action-conditioned model also runs with the default action (``action_encoder(None)``,
             the model's "idle") and uses ``v_idle + g (v_action - v_idle)``; 1 = off. Only the
             block being denoised is guided: committed context keeps the actions it was made with.
+        action_guidance_rescale: phi in [0, 1] of guidance rescale (Lin et al. 2024, "Common
+            Diffusion Noise Schedules and Sample Steps are Flawed", sec. 3.4; diffusers'
+            ``guidance_rescale``): the guided velocity is scaled back to the per-sample std of the
+            action-conditioned one and mixed, ``phi * rescaled + (1 - phi) * guided``, so a large
+            ``g`` steers without over-saturating the frame. 0 = off.
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -93,12 +98,15 @@ class EngineConfig:
     device: str = "cpu"
     check_finite: bool = True
     action_guidance: float = 1.0
+    action_guidance_rescale: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
             raise ValueError(f"timesteps must be non-empty values in (0, 1000], got {self.timesteps}")
         if self.block_frames < 1:
             raise ValueError(f"block_frames must be >= 1, got {self.block_frames}")
+        if not 0.0 <= self.action_guidance_rescale <= 1.0:
+            raise ValueError(f"action_guidance_rescale must be in [0, 1], got {self.action_guidance_rescale}")
 
     @property
     def kv_block(self) -> int:
@@ -113,6 +121,17 @@ class EngineConfig:
         # +1: a block straddling the window edge; +1: the block being reserved
         per_session = -(-frames // self.kv_block) + 2
         return per_session * self.max_sessions
+
+
+def guide(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float, rescale: float = 0.0) -> torch.Tensor:
+    """Classifier-free guidance ``v_uncond + scale (v_cond - v_uncond)``; with ``rescale`` = phi > 0,
+    mixed with its copy scaled to the per-sample std of ``v_cond`` (guidance rescale)."""
+    v = v_uncond + scale * (v_cond - v_uncond)
+    if rescale > 0:
+        dims = tuple(range(1, v.ndim))
+        ratio = v_cond.float().std(dim=dims, keepdim=True) / v.float().std(dim=dims, keepdim=True).clamp_min(1e-8)
+        v = rescale * (v * ratio.to(v.dtype)) + (1.0 - rescale) * v
+    return v
 
 
 @dataclass
@@ -488,7 +507,7 @@ class Engine:
                             frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle,
                             anchor=None if anchor is None else anchor[guided])
         v = v.clone()
-        v[guided] = v_idle + g * (v[guided] - v_idle)
+        v[guided] = guide(v[guided], v_idle, g, self.config.action_guidance_rescale)
         return v
 
     def _anchor(self, s: Session) -> torch.Tensor:

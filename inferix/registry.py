@@ -121,6 +121,7 @@ class LoadedModel:
             ``rolling:9``); an explicit ``--policy`` / ``model.policy`` option wins.
         action_guidance: the classifier-free action guidance it was tuned with (``None`` = off;
             see ``EngineConfig.action_guidance``).
+        action_guidance_rescale: its guidance rescale phi (``EngineConfig.action_guidance_rescale``).
     """
 
     name: str
@@ -135,6 +136,7 @@ class LoadedModel:
     timesteps: tuple[float, ...] = field(default_factory=tuple)
     cache_policy: str | None = None
     action_guidance: float | None = None
+    action_guidance_rescale: float = 0.0
 
     DEFAULT_POLICY = "rolling:9"
 
@@ -150,14 +152,16 @@ class LoadedModel:
                       action_guidance: float | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
         sampler (the first ``steps`` timesteps), KV policy and action guidance, each overridable
-        (``None`` = the model's own); ``options`` are the other engine settings (``max_frames``...)."""
+        (``None`` = the model's own); ``options`` are the other engine settings (``max_frames``...,
+        and ``action_guidance_rescale``, default the model's own)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 
         ts = self.timesteps[:steps] if steps else self.timesteps
         return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames, timesteps=tuple(ts),
                             policy=CachePolicy.parse(self.policy(policy)),
-                            action_guidance=self.guidance(action_guidance), **options)
+                            action_guidance=self.guidance(action_guidance),
+                            **{"action_guidance_rescale": self.action_guidance_rescale, **options})
 
     @property
     def pixel_scale(self) -> int:
