@@ -149,11 +149,12 @@ class LoadedModel:
         return requested if requested is not None else (self.action_guidance or 1.0)
 
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
-                      action_guidance: float | None = None, **options: Any) -> Any:
+                      action_guidance: float | None = None, action_guidance_rescale: float | None = None,
+                      **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
-        sampler (the first ``steps`` timesteps), KV policy and action guidance, each overridable
-        (``None`` = the model's own); ``options`` are the other engine settings (``max_frames``...,
-        and ``action_guidance_rescale``, default the model's own)."""
+        sampler (the first ``steps`` timesteps), KV policy, action guidance and its rescale, each
+        overridable (``None`` = the model's own); ``options`` are the other engine settings
+        (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 
@@ -161,7 +162,8 @@ class LoadedModel:
         return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames, timesteps=tuple(ts),
                             policy=CachePolicy.parse(self.policy(policy)),
                             action_guidance=self.guidance(action_guidance),
-                            **{"action_guidance_rescale": self.action_guidance_rescale, **options})
+                            action_guidance_rescale=(self.action_guidance_rescale if action_guidance_rescale is None
+                                                     else action_guidance_rescale), **options)
 
     @property
     def pixel_scale(self) -> int:

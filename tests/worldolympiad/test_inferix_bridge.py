@@ -97,6 +97,19 @@ def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(mode
     assert model._engine(lm.latent_hw, 8).config.policy.window == 9  # nothing set: rolling:9
 
 
+def test_engine_serves_the_models_own_guidance_and_rescale_unless_options_override(model, monkeypatch):
+    lm = model.loaded
+    monkeypatch.setattr(lm, "action_guidance", 2.0)
+    monkeypatch.setattr(lm, "action_guidance_rescale", 0.7)
+    cfg = model._engine(lm.latent_hw, 8).config
+    assert (cfg.action_guidance, cfg.action_guidance_rescale) == (2.0, 0.7)
+    m2 = build_model("inferix:tiny", steps="1", action_guidance="3", action_guidance_rescale="0")
+    monkeypatch.setattr(m2.loaded, "action_guidance_rescale", 0.7)
+    cfg = m2._engine(lm.latent_hw, 8).config
+    assert (cfg.action_guidance, cfg.action_guidance_rescale) == (3.0, 0.0)
+    m2.close()
+
+
 def test_new_weights_behind_the_same_spec_start_a_new_run_instead_of_resuming(tmp_path):
     """The run hash covers the weights of an ``inferix:`` model: editing the bundle gives another run
     directory (a resumed run would otherwise serve the old weights' rows); docs do not count."""
