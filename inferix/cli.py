@@ -46,6 +46,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--guidance-rescale", type=float, default=None,
                    help="guidance rescale phi in [0, 1]: pull the guided velocity back to the conditional one's "
                         "std, so a large --action-guidance does not over-saturate (default: the model's own, else 0)")
+    p.add_argument("--guidance-drops-caption", action=argparse.BooleanOptionalAction, default=None,
+                   help="joint guidance: the unguided pass also drops the caption (idle action, empty prompt) "
+                        "(default: the model's own, else off)")
     p.add_argument("--height", type=int, default=None, help="output height in pixels (default: the model's)")
     p.add_argument("--width", type=int, default=None, help="output width in pixels")
     p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
@@ -68,7 +71,8 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
         ph, pw = loaded.pixel_hw()
         latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw))
     cfg = loaded.engine_config(latent_hw, steps=args.steps, policy=args.policy, action_guidance=args.action_guidance,
-                               action_guidance_rescale=args.guidance_rescale, num_host_blocks=args.host_blocks, max_sessions=max_sessions, max_batch=max_batch,
+                               action_guidance_rescale=args.guidance_rescale,
+                               guidance_drops_caption=args.guidance_drops_caption, num_host_blocks=args.host_blocks, max_sessions=max_sessions, max_batch=max_batch,
                                max_frames=max_frames, device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 

@@ -83,6 +83,9 @@ class EngineConfig:
             ``guidance_rescale``): the guided velocity is scaled back to the per-sample std of the
             action-conditioned one and mixed, ``phi * rescaled + (1 - phi) * guided``, so a large
             ``g`` steers without over-saturating the frame. 0 = off.
+        guidance_drops_caption: the unguided pass also drops the caption (the empty prompt,
+            which caption dropout trained), so the guidance extrapolates from "idle action, no
+            caption" towards "this action, this caption": text and action guided jointly.
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -99,6 +102,7 @@ class EngineConfig:
     check_finite: bool = True
     action_guidance: float = 1.0
     action_guidance_rescale: float = 0.0
+    guidance_drops_caption: bool = False
 
     def __post_init__(self) -> None:
         if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
@@ -501,7 +505,11 @@ class Engine:
         # cache is untouched, then v_idle + g (v_action - v_idle)
         sub = [rows[i] for i in guided]
         idle = torch.cat([self._encode_action(None) for _ in sub]).to(self.device)
-        sub_ctx = ctx if len(guided) == len(rows) else CrossAttentionKV.cat([sess[i].context for i in guided])
+        if self.config.guidance_drops_caption:
+            null = self._context("")
+            sub_ctx = null if len(guided) == 1 else CrossAttentionKV.cat([null] * len(guided))
+        else:
+            sub_ctx = ctx if len(guided) == len(rows) else CrossAttentionKV.cat([sess[i].context for i in guided])
         self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
         v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
                             frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle,

@@ -122,6 +122,8 @@ class LoadedModel:
         action_guidance: the classifier-free action guidance it was tuned with (``None`` = off;
             see ``EngineConfig.action_guidance``).
         action_guidance_rescale: its guidance rescale phi (``EngineConfig.action_guidance_rescale``).
+        guidance_drops_caption: its guidance is joint over caption and action
+            (``EngineConfig.guidance_drops_caption``).
     """
 
     name: str
@@ -137,6 +139,7 @@ class LoadedModel:
     cache_policy: str | None = None
     action_guidance: float | None = None
     action_guidance_rescale: float = 0.0
+    guidance_drops_caption: bool = False
 
     DEFAULT_POLICY = "rolling:9"
 
@@ -150,10 +153,10 @@ class LoadedModel:
 
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
-                      **options: Any) -> Any:
+                      guidance_drops_caption: bool | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
-        sampler (the first ``steps`` timesteps), KV policy, action guidance and its rescale, each
-        overridable (``None`` = the model's own); ``options`` are the other engine settings
+        sampler (the first ``steps`` timesteps), KV policy, action guidance, its rescale and whether
+        it is joint over the caption, each overridable (``None`` = the model's own); ``options`` are the other engine settings
         (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
@@ -163,7 +166,9 @@ class LoadedModel:
                             policy=CachePolicy.parse(self.policy(policy)),
                             action_guidance=self.guidance(action_guidance),
                             action_guidance_rescale=(self.action_guidance_rescale if action_guidance_rescale is None
-                                                     else action_guidance_rescale), **options)
+                                                     else action_guidance_rescale),
+                            guidance_drops_caption=(self.guidance_drops_caption if guidance_drops_caption is None
+                                                    else guidance_drops_caption), **options)
 
     @property
     def pixel_scale(self) -> int:

@@ -128,6 +128,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> Bundle
         max_side=info.get("max_side"), cache_policy=info.get("cache_policy"),
         action_guidance=info["sampler"].get("action_guidance"),
         action_guidance_rescale=float(info["sampler"].get("action_guidance_rescale") or 0.0),
+        guidance_drops_caption=bool(info["sampler"].get("guidance_drops_caption", False)),
     )
 
 
@@ -144,7 +145,8 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
         "fps": cfg.fps,
         "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift,
                     "action_guidance": cfg.sampler.action_guidance,
-                    "action_guidance_rescale": cfg.sampler.action_guidance_rescale},
+                    "action_guidance_rescale": cfg.sampler.action_guidance_rescale,
+                    "guidance_drops_caption": cfg.sampler.guidance_drops_caption},
         "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels
         "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,

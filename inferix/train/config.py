@@ -92,13 +92,15 @@ class SamplerConfig:
     the KV policy it serves with by default (``cache_policy``, e.g. ``rolling:3`` = the context
     length seen in training; ``None`` = the engine default) and its classifier-free action guidance
     (``EngineConfig.action_guidance``; ``None`` = off) with its rescale phi
-    (``EngineConfig.action_guidance_rescale``; 0 = off)."""
+    (``EngineConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
+    (``EngineConfig.guidance_drops_caption``)."""
 
     steps: list[float] = field(default_factory=lambda: [1000.0, 750.0, 500.0, 250.0])
     shift: float = 3.0
     cache_policy: str | None = None
     action_guidance: float | None = None
     action_guidance_rescale: float = 0.0
+    guidance_drops_caption: bool = False
 
 
 @dataclass

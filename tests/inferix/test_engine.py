@@ -265,6 +265,24 @@ def test_action_guidance_extrapolates_from_the_idle_action_and_leaves_the_cache_
     torch.testing.assert_close(g1, b1_2, atol=1e-5, rtol=0)
 
 
+def test_joint_guidance_extrapolates_from_no_caption_and_the_idle_action(tiny):
+    """guidance_drops_caption: the unguided pass is (idle, ""), so a session already at (idle, "")
+    is unchanged by any g, while a captioned one moves away from action-only guidance."""
+    def first(prompt, action, g, drop):
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:1], policy=CachePolicy.parse("full"),
+                           action_guidance=g, guidance_drops_caption=drop)
+        eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+        sid = eng.add_session(prompt, num_blocks=1, seed=5, action=action)
+        eng.run()
+        return eng.pop_outputs(sid)[0].latents
+
+    torch.testing.assert_close(first("", None, 3.0, True), first("", None, 1.0, True), atol=1e-5, rtol=0)
+    joint, action_only = first("a red ball", "left", 2.0, True), first("a red ball", "left", 2.0, False)
+    assert float((joint - action_only).abs().max()) > 1e-3
+    # with the idle action the joint guidance is text-only guidance: still a change
+    assert float((first("a red ball", None, 2.0, True) - first("a red ball", None, 1.0, True)).abs().max()) > 1e-3
+
+
 def test_guidance_rescale_restores_the_conditional_std_and_phi_zero_is_plain_guidance():
     """phi = 1 gives the guided velocity the per-sample std of v_cond (so a large g cannot blow
     the frame up), phi = 0 is plain CFG, phi in between mixes linearly; out-of-range phi is refused."""

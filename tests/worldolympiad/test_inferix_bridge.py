@@ -97,16 +97,18 @@ def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(mode
     assert model._engine(lm.latent_hw, 8).config.policy.window == 9  # nothing set: rolling:9
 
 
-def test_engine_serves_the_models_own_guidance_and_rescale_unless_options_override(model, monkeypatch):
+def test_engine_serves_the_models_own_guidance_settings_unless_options_override(model, monkeypatch):
     lm = model.loaded
     monkeypatch.setattr(lm, "action_guidance", 2.0)
     monkeypatch.setattr(lm, "action_guidance_rescale", 0.7)
     cfg = model._engine(lm.latent_hw, 8).config
     assert (cfg.action_guidance, cfg.action_guidance_rescale) == (2.0, 0.7)
-    m2 = build_model("inferix:tiny", steps="1", action_guidance="3", action_guidance_rescale="0")
+    assert cfg.guidance_drops_caption is False
+    m2 = build_model("inferix:tiny", steps="1", action_guidance="3", action_guidance_rescale="0",
+                     guidance_drops_caption="true")
     monkeypatch.setattr(m2.loaded, "action_guidance_rescale", 0.7)
     cfg = m2._engine(lm.latent_hw, 8).config
-    assert (cfg.action_guidance, cfg.action_guidance_rescale) == (3.0, 0.0)
+    assert (cfg.action_guidance, cfg.action_guidance_rescale, cfg.guidance_drops_caption) == (3.0, 0.0, True)
     m2.close()
 
 

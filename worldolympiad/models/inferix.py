@@ -31,6 +31,7 @@ What a case controls, and how:
 Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...), ``steps``,
 ``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own),
 ``action_guidance_rescale`` (its rescale phi in [0, 1], 0 = off; default: the model's own),
+``guidance_drops_caption`` (``true``: guidance joint over caption and action; default: the model's own),
 ``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``.
 """
 
@@ -84,6 +85,8 @@ class InferixModel(WorldModel):
         self.action_guidance = float(guidance) if guidance not in (None, "") else None
         rescale = options.pop("action_guidance_rescale", None)
         self.action_guidance_rescale = float(rescale) if rescale not in (None, "") else None
+        drops = options.pop("guidance_drops_caption", None)
+        self.guidance_drops_caption = _bool(drops) if drops not in (None, "") else None
         policy = options.pop("policy", None)
         self.policy = str(policy) if policy not in (None, "") else None  # None: the model's own (see LoadedModel.policy)
         steps = options.pop("steps", None)
@@ -115,7 +118,8 @@ class InferixModel(WorldModel):
 
         lm = self.loaded
         cfg = lm.engine_config(latent_hw, steps=self.steps, policy=self.policy, action_guidance=self.action_guidance,
-                               action_guidance_rescale=self.action_guidance_rescale, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
+                               action_guidance_rescale=self.action_guidance_rescale,
+                               guidance_drops_caption=self.guidance_drops_caption, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
