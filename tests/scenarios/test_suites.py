@@ -141,3 +141,20 @@ def test_registry_survives_a_missing_subpackage(monkeypatch):
     assert ok == ["scenarios.gaming"]
     assert "scenarios.does_not_exist" in reg.UNAVAILABLE
     assert "gaming.maze" in gens.names()
+
+
+def test_the_reference_models_training_data_is_disjoint_from_every_evaluation_suite():
+    """No training case of inferix/train/configs/reference_world_data is an evaluation case (same
+    generator and seed), except the flythrough rooms that MODEL_CARD.md declares (seeds 100-105)."""
+    from pathlib import Path
+
+    from scenarios.suites import load_fragment
+
+    folder = Path(__file__).parents[2] / "inferix" / "train" / "configs" / "reference_world_data"
+    train = [e for f in sorted(folder.glob("*.yaml")) for e in load_fragment(f)]
+    assert len(train) >= 150
+    assert len({e.id for e in train}) == len(train)
+    evaluated = {(e.generator, e.seed) for s in ("smoke", "gaming", "robotics", "realworld", "physics", "standard")
+                 for e in suite_entries(s)}
+    shared = {(e.generator, e.seed) for e in train} & evaluated
+    assert all(g == "flythrough.room" and 100 <= s <= 105 for g, s in shared), sorted(shared)
