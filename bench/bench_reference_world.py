@@ -164,6 +164,7 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
         ok: list[bool] = []
         per_game: dict[str, list[bool]] = defaultdict(list)
         per_action: dict[str, list[bool]] = defaultdict(list)
+        per_case: dict[str, list[bool]] = {}  # chunk by chunk: two runs compare paired, not just in total
         t0 = time.perf_counter()
         errors = []
         for case in cases:
@@ -177,6 +178,7 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
             rep = analyze_following(frames, case, case.chunks, reference=ref if ref.shape == frames.shape else None)
             if strips is not None:
                 save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
+            per_case[case.id] = [bool(ch.direction_ok) for ch in rep.chunks]
             for ch in rep.chunks:
                 ok.append(ch.direction_ok)
                 per_game[_game(case)].append(ch.direction_ok)
@@ -187,6 +189,7 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
             "chunks": len(ok),
             "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
             "per_action": {a: round(float(np.mean(v)), 3) for a, v in sorted(per_action.items())},
+            "per_case": per_case,
             "seconds": round(time.perf_counter() - t0, 1),
             "errors": errors,
         }
