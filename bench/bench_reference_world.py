@@ -20,7 +20,7 @@
 
 Usage::
 
-    python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--model-dir DIR]
+    python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--games G,G] [--model-dir DIR]
         [--skip-fps] [--one-block] [--json out.json] [--strips DIR]
 
 ``--suite-dir`` is a folder written by ``worldolympiad scenarios render gaming DIR`` (rendered
@@ -46,7 +46,7 @@ import numpy as np
 from worldolympiad.models.base import WorldModel
 
 
-def _cases(suite_dir: Path, limit: int | None) -> list[Any]:
+def _cases(suite_dir: Path, limit: int | None, games: list[str] | None = None) -> list[Any]:
     from worldolympiad.types import Case
 
     if not (suite_dir / "suite.json").is_file():
@@ -54,6 +54,11 @@ def _cases(suite_dir: Path, limit: int | None) -> list[Any]:
                        check=True)
     rels = json.loads((suite_dir / "suite.json").read_text())["cases"]
     cases = [Case.load(suite_dir / r) for r in rels]
+    if games:
+        unknown = sorted(set(games) - {_game(c) for c in cases})
+        if unknown:
+            raise SystemExit(f"--games: no case of {unknown} in {suite_dir} (games: {sorted({_game(c) for c in cases})})")
+        cases = [c for c in cases if _game(c) in games]
     if limit:
         # round-robin over games so a limited run still covers every game
         by_game: dict[str, list[Any]] = defaultdict(list)
@@ -289,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite-dir", default="/tmp/rw/gaming", help="rendered gaming suite (rendered if missing)")
     ap.add_argument("--limit", type=int, default=None, help="cases (round-robin over games)")
+    ap.add_argument("--games", default=None, help="comma list: only these games' cases (e.g. freeway,pong)")
     ap.add_argument("--model-dir", default=None, help="exported bundle to evaluate instead of the shipped weights")
     ap.add_argument("--models", default="trained,random,repeat-first-frame,reference,ceiling,codec_ceiling",
                     help="comma list; 'ceiling' = the reference squeezed through the model's generation size; "
@@ -308,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     names = {"trained": trained, "random": "inferix:reference-world-random", "ceiling": f"reference@{side}px",
              "codec_ceiling": f"reference@codec:{args.model_dir or 'reference-world'}"}
     specs = [names.get(s, s) for s in args.models.split(",") if s]
-    cases = _cases(Path(args.suite_dir), args.limit)
+    cases = _cases(Path(args.suite_dir), args.limit, args.games.split(",") if args.games else None)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
     results: dict[str, Any] = {"cases": len(cases), "direction": direction_accuracy(
         specs, cases, Path(args.strips) if args.strips else None)}
