@@ -72,8 +72,9 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
         latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw))
     cfg = loaded.engine_config(latent_hw, steps=args.steps, policy=args.policy, action_guidance=args.action_guidance,
                                action_guidance_rescale=args.guidance_rescale,
-                               guidance_drops_caption=args.guidance_drops_caption, num_host_blocks=args.host_blocks, max_sessions=max_sessions, max_batch=max_batch,
-                               max_frames=max_frames, device=args.device)
+                               guidance_drops_caption=args.guidance_drops_caption, num_host_blocks=args.host_blocks,
+                               max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames,
+                               device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 
 

@@ -156,8 +156,8 @@ class LoadedModel:
                       guidance_drops_caption: bool | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
         sampler (the first ``steps`` timesteps), KV policy, action guidance, its rescale and whether
-        it is joint over the caption, each overridable (``None`` = the model's own); ``options`` are the other engine settings
-        (``max_frames``...)."""
+        it is joint over the caption, each overridable (``None`` = the model's own); ``options``
+        are the other engine settings (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 

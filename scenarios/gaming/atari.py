@@ -61,15 +61,15 @@ class AtariGenerator(CaseGenerator):
     game's default, 15) and ``frame_skip`` (``60 / fps``: real time), ``num_chunks`` (4), ``actions`` (one action name
     per chunk; default: drawn from the game's plan by seed), ``warmup`` (NOOP video frames
     before recording; default drawn by seed in [0, 20)), ``warmup_moves`` (action names, one
-    per video frame, played after the NOOPs and before the game's start actions; default: one
-    of the game's ``warmup_moves`` held for 0-4 frames, drawn by seed).
+    per video frame, played after the NOOPs; default: one of the game's ``warmup_moves`` held
+    for 0-4 frames, drawn by seed). The game's start actions (Breakout's serve) come first, then
+    the warm-up, then the recorded frames.
 
-    The seeded moves exist because a NOOP warm-up does not change every game: Breakout waits
-    for FIRE, so before version 2 its cases differed only by the order of the 3 plan actions
-    and distinct seeds rendered byte-identical videos. Starting the paddle at a seeded place
-    makes them distinct, and with ``warmup_after_start`` the NOOPs come after the serve, so the
-    ball is at a seeded point of its flight. Games without these keys in games.yaml render as
-    in version 1.
+    Version 2: Breakout ignores NOOPs until it is served, so in version 1 (warm-up before the
+    serve) its cases differed only by the order of the 3 plan actions and distinct seeds rendered
+    byte-identical videos. Now the ball is at a seeded point of its flight and the paddle starts
+    at a seeded place. Pong and freeway have no start actions and no ``warmup_moves``, so they
+    render as in version 1.
     """
 
     game: ClassVar[str] = "breakout"
@@ -99,9 +99,7 @@ class AtariGenerator(CaseGenerator):
         actions = [str(a) for a in actions]
         if len(actions) != num_chunks:
             raise ValueError(f"{self.name}: got {len(actions)} actions for num_chunks={num_chunks}; give one action per chunk")
-        bad = [a for a in actions if a not in spec["actions"]]
-        if bad:
-            raise ValueError(f"{self.name}: unknown actions {bad}; this game's actions are {sorted(spec['actions'])}")
+        self._check_actions(actions, "actions", spec)
         warmup = int(p.get("warmup", rng.integers(0, 20)))
         # drawn after everything above so that games without warm-up moves keep version 1's draws
         moves = p.get("warmup_moves")
@@ -109,9 +107,7 @@ class AtariGenerator(CaseGenerator):
             choices = list(spec.get("warmup_moves", ()))
             moves = [choices[int(rng.integers(len(choices)))]] * int(rng.integers(0, 5)) if choices else []
         moves = [str(a) for a in moves]
-        bad = [a for a in moves if a not in spec["actions"]]
-        if bad:
-            raise ValueError(f"{self.name}: unknown warmup_moves {bad}; this game's actions are {sorted(spec['actions'])}")
+        self._check_actions(moves, "warmup_moves", spec)
         captions = [spec["actions"][a]["caption"] for a in actions]
         chunks = even_chunks(num_frames, num_chunks, captions=captions, actions=actions)
         scale = np.array([w / NATIVE_W, h / NATIVE_H])
@@ -160,6 +156,11 @@ class AtariGenerator(CaseGenerator):
             },
         )
 
+    def _check_actions(self, names: list[str], param: str, spec: dict[str, Any]) -> None:
+        bad = [a for a in names if a not in spec["actions"]]
+        if bad:
+            raise ValueError(f"{self.name}: unknown {param} {bad}; this game's actions are {sorted(spec['actions'])}")
+
     def play(self, case: Case) -> tuple[np.ndarray, np.ndarray]:
         """Run the emulator for ``case``.
 
@@ -179,8 +180,7 @@ class AtariGenerator(CaseGenerator):
         minimal = {a.name: a for a in ale.getMinimalActionSet()}
         skip = int(p["frame_skip"])
         warmup = ["NOOP"] * int(p["warmup"]) + list(p.get("warmup_moves", ()))
-        start = list(spec["start_actions"])
-        for name in (start + warmup) if spec.get("warmup_after_start") else (warmup + start):
+        for name in list(spec["start_actions"]) + warmup:
             for _ in range(skip):
                 ale.act(minimal[name])
         native = np.empty((case.num_frames, NATIVE_H, NATIVE_W, 3), np.uint8)
