@@ -204,9 +204,11 @@ def video_storage(options: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def video_format(options: Mapping[str, Any]) -> str:
-    """The storage format of a run's generated videos, e.g. ``h264 yuv444p crf18`` (hashed in the RunSpec)."""
+    """The storage format of a run's generated videos, e.g. ``h264 yuv444p crf18 no-mbtree`` (hashed in
+    the RunSpec; ``no-mbtree`` since the writer turned x264's non-deterministic macroblock tree off,
+    so runs stored before start anew rather than mix the two encodings)."""
     pix_fmt, crf = video_storage(options)
-    return f"h264 {pix_fmt} crf{crf}"
+    return f"h264 {pix_fmt} crf{crf} no-mbtree"
 
 
 def _track_version(name: str) -> str:
