@@ -179,8 +179,13 @@ class LoadedModel:
         h, w = latent_hw or self.latent_hw
         return h * self.pixel_scale, w * self.pixel_scale
 
-    def latent_hw_for(self, pixel_hw: tuple[int, int]) -> tuple[int, int]:
-        """Latent grid for a pixel size (rounded to the patch size, at least one patch)."""
+    def latent_hw_for(self, pixel_hw: tuple[int, int], content: str | None = None) -> tuple[int, int]:
+        """Latent grid for a pixel size (rounded to the patch size, at least one patch).
+
+        ``content`` names what the video shows (a scenario generator such as ``gaming.atari_pong``);
+        a plain model generates every content at the grid nearest ``pixel_hw`` (a bundle may name
+        its own grid per content: :class:`inferix.train.bundle.BundleModel`).
+        """
         ph, pw = self.model.config.patch_size[1:]
         h = max(ph, round(pixel_hw[0] / self.pixel_scale / ph) * ph)
         w = max(pw, round(pixel_hw[1] / self.pixel_scale / pw) * pw)

@@ -5,7 +5,8 @@ Layout of an exported model (what ``inferix/weights/reference_world/`` ships)::
     config.json                          the DiT's WanConfig (diffusers-compatible keys + actions)
     diffusion_pytorch_model.safetensors  the DiT weights (EMA), written by inferix.models.save_pretrained
     bundle.json                          codec (type, patch), action vocabulary + map, block frames,
-                                         fps, few-step sampler, text length
+                                         fps, few-step sampler, text length, the grids it generates
+                                         some contents at (``content_grids``)
     codec/                               the learned codec when bundle.json says "codec": "tiny_ae"
                                          (inferix.models.tiny_ae: diffusers AutoencoderTiny, safetensors)
     MODEL_CARD.md                        data, steps, wall time, hardware, scores
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,9 +69,23 @@ class BundleModel(LoadedModel):
     """
 
     max_side: int | None = None
+    content_grids: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
-    def latent_hw_for(self, pixel_hw: tuple[int, int]) -> tuple[int, int]:
-        h, w = (int(v) for v in pixel_hw)
+    def content_grid(self, content: str | None) -> tuple[int, int] | None:
+        """The pixel ``[H, W]`` the bundle generates ``content`` at whatever size is asked: its
+        ``content_grids`` entry for the generator name (``gaming.atari_pong``), else for the
+        generator's family (``gaming``); None when neither is listed."""
+        if not content:
+            return None
+        for key in (content, content.split(".")[0]):
+            if key in self.content_grids:
+                return self.content_grids[key]
+        return None
+
+    def latent_hw_for(self, pixel_hw: tuple[int, int], content: str | None = None) -> tuple[int, int]:
+        """As :meth:`LoadedModel.latent_hw_for`, within ``max_side``; a ``content`` the bundle lists in
+        ``content_grids`` is generated at that grid (the caller resizes the frames to ``pixel_hw``)."""
+        h, w = (int(v) for v in (self.content_grid(content) or pixel_hw))
         if self.max_side and max(h, w) > self.max_side:
             k = self.max_side / max(h, w)
             h, w = max(1, round(h * k)), max(1, round(w * k))
@@ -116,6 +132,17 @@ def _codec(info: dict[str, Any], folder: Path | None, device: str = "cpu") -> An
     raise ValueError(f"unknown codec {kind!r} in {BUNDLE_FILE} (known: identity, tiny_ae)")
 
 
+def _content_grids(raw: Any) -> dict[str, tuple[int, int]]:
+    """``bundle.json``'s ``content_grids`` (``{content: [H, W]}``), checked."""
+    grids: dict[str, tuple[int, int]] = {}
+    for key, hw in (raw or {}).items():
+        if not (isinstance(hw, (list, tuple)) and len(hw) == 2 and all(isinstance(v, int) and v > 0 for v in hw)):
+            raise ValueError(f"{BUNDLE_FILE}: content_grids[{key!r}] must be [H, W] in pixels (two positive "
+                             f"integers), got {hw!r}")
+        grids[str(key)] = (int(hw[0]), int(hw[1]))
+    return grids
+
+
 def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> BundleModel:
     acts = info["actions"]
     vocab = MappedActionVocab(tuple(acts["vocabulary"]), default=acts["default"], aliases=dict(acts.get("map", {})))
@@ -126,6 +153,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> Bundle
         fps=float(info["fps"]), timesteps=_sampler_timesteps(list(info["sampler"]["steps"]),
                                                              float(info["sampler"]["shift"])),
         max_side=info.get("max_side"), cache_policy=info.get("cache_policy"),
+        content_grids=_content_grids(info.get("content_grids")),
         action_guidance=info["sampler"].get("action_guidance"),
         action_guidance_rescale=float(info["sampler"].get("action_guidance_rescale") or 0.0),
         guidance_drops_caption=bool(info["sampler"].get("guidance_drops_caption", False)),
@@ -151,6 +179,7 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
         # default grid when a caller gives no size: 64 x 64 pixels
         "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,
         "max_side": cfg.model.get("max_side"),
+        "content_grids": {k: list(v) for k, v in cfg.sampler.content_grids.items()},
     }
 
 

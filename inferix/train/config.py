@@ -11,7 +11,8 @@ Sections::
              + max_side (largest generated side in pixels; bigger requests are generated smaller)
     actions: vocabulary (the model's action names), map (scenario action name -> vocabulary name),
              default (for chunks without an action)
-    sampler: steps (on the [0, 1000] scale) + shift: the few-step list generation uses
+    sampler: steps (on the [0, 1000] scale) + shift: the few-step list generation uses; serving
+             settings copied into bundle.json (cache_policy, action guidance, content_grids)
     codec:   type identity (pixel patches of model.codec_patch) or tiny_ae (a learned 8x
              autoencoder, trained first as stage 0; see CodecConfig)
     init_from: optional exported bundle to start from (staged training, e.g. 32 px then 64 px)
@@ -93,7 +94,10 @@ class SamplerConfig:
     length seen in training; ``None`` = the engine default) and its classifier-free action guidance
     (``EngineConfig.action_guidance``; ``None`` = off) with its rescale phi
     (``EngineConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
-    (``EngineConfig.guidance_drops_caption``)."""
+    (``EngineConfig.guidance_drops_caption``). ``content_grids`` (``{generator or family: [H, W]}``)
+    names contents the model generates at one pixel grid whatever size is asked (the caller
+    resizes): a game screen that a suite renders at another size is then drawn at the scale the
+    model was trained on (:class:`inferix.train.bundle.BundleModel`)."""
 
     steps: list[float] = field(default_factory=lambda: [1000.0, 750.0, 500.0, 250.0])
     shift: float = 3.0
@@ -101,6 +105,7 @@ class SamplerConfig:
     action_guidance: float | None = None
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
+    content_grids: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass

@@ -194,6 +194,31 @@ def test_max_side_caps_the_generated_grid(toy_root: Path, tmp_path: Path) -> Non
     assert lm.pixel_hw(lm.latent_hw_for((16, 16))) == (16, 16)  # smaller requests untouched
 
 
+def test_content_grids_pick_the_grid_a_content_is_generated_at(toy_root: Path, tmp_path: Path) -> None:
+    """A bundle's ``content_grids`` (written from the recipe's sampler section) make the model draw a
+    listed content at its own grid whatever size is asked: a generator entry beats its family's,
+    and unlisted contents keep the grid nearest the request."""
+    from inferix.train.bundle import load_bundle
+    from inferix.train.recipe import Trainer
+
+    cfg = toy_config(tmp_path, toy_root)
+    cfg.model["max_side"] = 96
+    cfg.sampler.content_grids = {"gaming": [48, 48], "gaming.atari_pong": [96, 72]}
+    tr = Trainer(cfg)
+    path = tr.export()
+    assert json.loads((path / "bundle.json").read_text())["content_grids"]["gaming.atari_pong"] == [96, 72]
+    lm = load_bundle(path)
+    assert lm.pixel_hw(lm.latent_hw_for((64, 64), content="gaming.atari_pong")) == (96, 72)
+    assert lm.pixel_hw(lm.latent_hw_for((64, 64), content="gaming.maze")) == (48, 48)  # the family's
+    assert lm.pixel_hw(lm.latent_hw_for((64, 64), content="robotics.pick")) == (64, 64)
+    assert lm.pixel_hw(lm.latent_hw_for((64, 64))) == (64, 64)
+    info = json.loads((path / "bundle.json").read_text())
+    info["content_grids"] = {"gaming.atari_pong": [96]}
+    (path / "bundle.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"content_grids\['gaming.atari_pong'\] must be \[H, W\]"):
+        load_bundle(path)
+
+
 def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path: Path) -> None:
     import yaml
 

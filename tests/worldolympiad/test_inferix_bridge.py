@@ -174,3 +174,52 @@ def test_the_run_hash_changes_with_the_bridge_version(monkeypatch):
     before = make_run_spec("inferix:tiny", "smoke", ["interaction"]).hash
     monkeypatch.setattr(InferixModel, "BRIDGE_VERSION", InferixModel.BRIDGE_VERSION + 1)
     assert make_run_spec("inferix:tiny", "smoke", ["interaction"]).hash != before
+
+
+def test_a_bundle_draws_a_listed_content_at_its_own_grid_and_the_bridge_resizes(tmp_path):
+    """A game screen that a suite renders at 64 x 64 is generated at the grid the bundle names for that
+    generator (``content_grids``; the shipped model saw Atari screens only at 96 x 72) and resized back;
+    other generators keep the grid nearest the case, and ``size=HxW`` overrides both."""
+    import json
+    import shutil
+
+    from inferix.registry import REFERENCE_WORLD_DIR
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(REFERENCE_WORLD_DIR, bundle)
+    info = json.loads((bundle / "bundle.json").read_text())
+    info["content_grids"] = {"gaming.atari_pong": [48, 40]}
+    (bundle / "bundle.json").write_text(json.dumps(info))
+
+    def generated(generator, **options):
+        case = _case(("NOOP", "UP"), resolution=(32, 32), num_frames=4, metadata={"generator": generator})
+        m = build_model(f"inferix:{bundle}", steps="1", **options)
+        try:
+            chunks = list(m.rollout(case, controls_for(case)))
+        finally:
+            m.close()
+        assert all(ch.frames.shape[1:3] == (32, 32) for ch in chunks)  # resized back to the case
+        return chunks[0].metadata["generated_hw"]
+
+    assert generated("gaming.atari_pong") == [48, 40]
+    assert generated("robotics.pick") == [32, 32]
+    assert generated("gaming.atari_pong", size="24x16") == [24, 16]
+    with pytest.raises(ValueError, match="model.size must be HxW"):
+        build_model(f"inferix:{bundle}", size="big")
+
+
+def test_the_shipped_bundle_serves_with_its_recipes_sampler_settings():
+    """bundle.json's serving settings are the ones its recipe exports, so a re-export reproduces them."""
+    import json
+    from pathlib import Path
+
+    from inferix.registry import REFERENCE_WORLD_DIR
+    from inferix.train.bundle import bundle_info
+    from inferix.train.config import load_config
+
+    shipped = json.loads((Path(REFERENCE_WORLD_DIR) / "bundle.json").read_text())
+    recipe = Path(__file__).parents[2] / "inferix" / "train" / "configs" / "reference_world_gpu2.yaml"
+    exported = bundle_info(load_config(recipe))
+    for key in shipped["sampler"]:
+        assert exported["sampler"][key] == shipped["sampler"][key], key
+    assert exported["content_grids"] == shipped.get("content_grids", {})

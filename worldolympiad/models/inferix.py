@@ -6,10 +6,13 @@ when it is about to generate that chunk — the model never sees a future action
 
 What a case controls, and how:
 
-* **Resolution** — the engine runs at the latent grid closest to the case's ``[H, W]``
-  (rounded to the patch size); when the decoded size still differs, frames are resized
-  to ``[H, W]`` with OpenCV (area filter down, bilinear up). ``native_size=True`` keeps the
-  model's default grid and only resizes the output.
+* **Resolution** — the engine runs at the latent grid the model picks for the case's ``[H, W]``
+  and its generator (``case.metadata["generator"]``): the closest grid (rounded to the patch
+  size), or the model's own grid for that content (a bundle's ``content_grids``: a game screen
+  it was trained on at another size). When the decoded size differs, frames are resized to
+  ``[H, W]`` with OpenCV (area filter down, bilinear up); the chunk metadata records the
+  generated size. ``native_size=True`` keeps the model's default grid and ``size=HxW``
+  generates at ``H x W`` pixels; both only resize the output.
 * **FPS / length** — the engine emits frames; one generated frame is one case frame, so
   each chunk gets exactly ``chunk.num_frames`` frames and the video carries the case fps
   (the model's native fps is reported in the metadata, not resampled).
@@ -32,7 +35,7 @@ Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...
 ``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own),
 ``action_guidance_rescale`` (its rescale phi in [0, 1], 0 = off; default: the model's own),
 ``guidance_drops_caption`` (``true``: guidance joint over caption and action; default: the model's own),
-``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``.
+``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``, ``size``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,16 @@ logger = logging.getLogger(__name__)
 
 def _bool(v: Any) -> bool:
     return v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
+
+
+def _parse_hw(v: Any) -> tuple[int, int] | None:
+    if v in (None, ""):
+        return None
+    try:
+        h, w = (int(x) for x in str(v).lower().split("x"))
+    except ValueError:
+        raise ValueError(f"model.size must be HxW in pixels (e.g. 96x72), got {v!r}") from None
+    return h, w
 
 
 class InferixModel(WorldModel):
@@ -95,6 +108,7 @@ class InferixModel(WorldModel):
         if self.unknown_action not in ("error", "default"):
             raise ValueError(f"unknown_action must be 'error' or 'default', got {self.unknown_action!r}")
         self.native_size = _bool(options.pop("native_size", False))
+        self.size = _parse_hw(options.pop("size", None))
         self.cache_dir = options.pop("cache_dir", None)  # the evaluator's reference cache (first frames)
         self.load_options = {k: options.pop(k) for k in ("text_encoder", "vae") if options.get(k)}
         self.ignored_options = sorted(options)
@@ -164,7 +178,12 @@ class InferixModel(WorldModel):
     def rollout(self, case: Case, controls: Iterable[ChunkControl], seed: int = 0) -> Iterator[VideoChunk]:
         """One engine session; each chunk's caption/action is taken just before its frames are made."""
         lm = self.loaded
-        latent_hw = lm.latent_hw if self.native_size else lm.latent_hw_for(case.resolution)
+        if self.size is not None:
+            latent_hw = lm.latent_hw_for(self.size)
+        elif self.native_size:
+            latent_hw = lm.latent_hw
+        else:
+            latent_hw = lm.latent_hw_for(case.resolution, content=case.metadata.get("generator"))
         engine = self._engine(latent_hw, max_frames=lm.block_frames * 2 + case.num_frames)
         it = iter(controls)
         ctl = next(it, None)
@@ -191,7 +210,7 @@ class InferixModel(WorldModel):
                     leftover = out.frames[len(take):]
                 frames = self._resize(np.concatenate(parts), case.resolution)
                 meta = {"model": f"inferix:{self.model_name}", "blocks": blocks, "native_fps": lm.fps,
-                        "action_known": known}
+                        "generated_hw": list(lm.pixel_hw(latent_hw)), "action_known": known}
                 yield VideoChunk(ctl.index, frames, meta)
                 ctl = next(it, None)  # pulled only now: the next chunk's control is not seen earlier
                 if ctl is not None:
