@@ -142,7 +142,8 @@ class ArmGenerator(CaseGenerator):
 
     task: ClassVar[str] = "push"
     name: ClassVar[str] = "robotics.push"
-    version: ClassVar[str] = "2"
+    # 2: textured concrete floor; 3: the prompt says so (it still described v1's blue checker)
+    version: ClassVar[str] = "3"
     accepted_params: ClassVar[frozenset[str]] = frozenset({'camera_azimuth_deg', 'camera_distance', 'camera_elevation_deg', 'camera_orbit_deg', 'distractors',
                                                            'fov_deg', 'fps', 'num_frames', 'resolution'})
     # No declared rules: a push is a slow sustained contact (no abrupt collision), a picked cube
@@ -221,7 +222,7 @@ class ArmGenerator(CaseGenerator):
             fps=fps,
             num_frames=num_frames,
             resolution=(h, w),
-            prompt=f"A Franka Panda robot arm on a blue and white checkered floor {TASK_VERBS[self.task]} the {target}"
+            prompt=f"A Franka Panda robot arm on a grey concrete floor {TASK_VERBS[self.task]} the {target}"
                    + (", filmed by a slowly orbiting camera" if orbit else "") + ": "
                    + "; ".join(c for _, c in plan) + ".",
             chunks=chunks,

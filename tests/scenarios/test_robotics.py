@@ -180,3 +180,11 @@ def test_stack_puts_the_cube_on_the_other_cube():
     assert abs((top[2] - base[2]) - 0.05) < 0.005  # resting on the base's top face
     with pytest.raises(ValueError, match="distractors >= 1"):
         stack.make_case("s", distractors=0)
+
+
+def test_the_prompt_describes_the_floor_that_is_rendered(renders):
+    """Generator v3: the prompt named v1's blue-and-white checker after v2 textured the floor grey."""
+    case, r = renders["push"]
+    assert "grey concrete floor" in case.prompt and "checker" not in case.prompt
+    floor = r.video.frames[0][-12:].reshape(-1, 3).astype(int)  # the bottom rows show floor only
+    assert (floor.max(1) - floor.min(1)).mean() < 30  # grey: no channel far from the others
