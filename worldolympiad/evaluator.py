@@ -193,22 +193,25 @@ def make_run_spec(
 # 1-2 px sprites: 4:2:0 (the browser default) averages each 2x2 block's chroma, and at 64 px the
 # Atari paddles then no longer match their colour, so no tracker finds them in any model's video
 # while the simulator reference (stored lossless) keeps them. ``--option video.pix_fmt=yuv420p``
-# writes browser-friendlier files.
+# writes browser-friendlier files. The quantizer is constant (``video.qp``): x264's CRF rate
+# control encoded the same frames differently from call to call (see write_video).
 VIDEO_PIX_FMT = "yuv444p"
-VIDEO_CRF = 18
+VIDEO_QP = 18
 
 
 def video_storage(options: Mapping[str, Any]) -> tuple[str, int]:
-    """``(pix_fmt, crf)`` the run's generated videos are written with (``video.pix_fmt`` / ``video.crf``)."""
-    return str(options.get("video.pix_fmt", VIDEO_PIX_FMT)), int(options.get("video.crf", VIDEO_CRF))
+    """``(pix_fmt, qp)`` the run's generated videos are written with (``video.pix_fmt`` / ``video.qp``)."""
+    if "video.crf" in options:
+        raise ValueError("--option video.crf is gone: generated videos are stored at a constant quantizer, "
+                         "set it with video.qp (default 18; CRF encoded the same frames differently from run to run)")
+    return str(options.get("video.pix_fmt", VIDEO_PIX_FMT)), int(options.get("video.qp", VIDEO_QP))
 
 
 def video_format(options: Mapping[str, Any]) -> str:
-    """The storage format of a run's generated videos, e.g. ``h264 yuv444p crf18 no-mbtree`` (hashed in
-    the RunSpec; ``no-mbtree`` since the writer turned x264's non-deterministic macroblock tree off,
-    so runs stored before start anew rather than mix the two encodings)."""
-    pix_fmt, crf = video_storage(options)
-    return f"h264 {pix_fmt} crf{crf} no-mbtree"
+    """The storage format of a run's generated videos, e.g. ``h264 yuv444p qp18`` (hashed in the RunSpec;
+    until session 12 ``h264 yuv444p crf18``, whose runs start anew rather than mix the two encodings)."""
+    pix_fmt, qp = video_storage(options)
+    return f"h264 {pix_fmt} qp{qp}"
 
 
 def _track_version(name: str) -> str:
@@ -465,8 +468,8 @@ class _Worker:
         else:
             from worldolympiad.video.io import write_video
 
-            pix_fmt, crf = video_storage(self.env.spec.option_dict)
-            write_video(path, video.frames, video.fps, crf=crf, pix_fmt=pix_fmt)
+            pix_fmt, qp = video_storage(self.env.spec.option_dict)
+            write_video(path, video.frames, video.fps, qp=qp, pix_fmt=pix_fmt)
             scored = read_video(path)
             scored.metadata.update({k: v for k, v in video.metadata.items() if k not in scored.metadata})
         scored.chunks = _clip(video.chunks or case.chunks, scored.num_frames)

@@ -479,7 +479,7 @@ class RunSpec:
     package_versions: tuple[tuple[str, str], ...] = ()
     git_hash: str | None = None
     model_fingerprint: str | None = None
-    # how generated videos are stored and decoded back for scoring (``h264 yuv444p crf18``); None in
+    # how generated videos are stored and decoded back for scoring (``h264 yuv444p qp18``); None in
     # specs written before it was recorded, which stored 4:2:0 (see worldolympiad.evaluator.video_format)
     video_format: str | None = None
 

@@ -359,7 +359,7 @@ def test_a_static_copy_keeps_the_atari_agent_it_starts_with(tmp_path):
                         "--out", str(tmp_path / "runs"), "--no-progress", "--no-baselines", "--no-report"])
     assert rc == 0
     run = _only_run_dir(tmp_path / "runs")
-    assert json.loads((run / "run_spec.json").read_text())["video_format"] == "h264 yuv444p crf18 no-mbtree"
+    assert json.loads((run / "run_spec.json").read_text())["video_format"] == "h264 yuv444p qp18"
     (row,) = _rows(run)
     identity = next(m for m in row["metrics"] if m["name"] == "identity_consistency")
     assert identity["details"]["region"] == "agent" and identity["raw"] == pytest.approx(1.0)
@@ -368,7 +368,9 @@ def test_a_static_copy_keeps_the_atari_agent_it_starts_with(tmp_path):
 def test_the_video_storage_format_is_part_of_the_run_hash():
     a = make_run_spec("reference", "smoke", ["interaction"])
     b = make_run_spec("reference", "smoke", ["interaction"], options={"video.pix_fmt": "yuv420p"})
-    assert a.video_format == "h264 yuv444p crf18 no-mbtree" and b.video_format == "h264 yuv420p crf18 no-mbtree"
+    assert a.video_format == "h264 yuv444p qp18" and b.video_format == "h264 yuv420p qp18"
+    with pytest.raises(ValueError, match="video.crf is gone.*video.qp"):
+        make_run_spec("reference", "smoke", ["interaction"], options={"video.crf": "18"})
     assert a.hash != b.hash and RunSpec.from_dict(a.to_dict()).hash == a.hash
     # a run_spec.json written before the format was recorded (session 3) keeps its directory's hash
     old = {"model": "reference", "suite": "smoke", "tracks": ["physics", "geometry", "interaction", "longvideo"],
@@ -378,25 +380,30 @@ def test_the_video_storage_format_is_part_of_the_run_hash():
     assert RunSpec.from_dict(old).video_format is None and RunSpec.from_dict(old).hash == "7b7da523f677"
 
 
-def test_generated_videos_are_encoded_without_x264s_nondeterministic_mbtree(tmp_path):
-    """With x264's macroblock tree on, one process wrote the same 24 generated frames to 7 different
+def test_generated_videos_are_encoded_deterministically_and_a_still_video_stays_still(tmp_path):
+    """With x264's CRF rate control one process wrote the same 24 generated frames to up to 7 different
     files in 16 tries (decoded up to 37 grey levels apart), so a rerun of the same model scored other
-    pixels; its track scores moved by up to 0.14 on a case. The writer turns mbtree off and says so
-    in the stream's x264 options; the same frames then give the same bytes every time."""
+    pixels and its track scores moved by up to 0.14 on a case; CRF without its macroblock tree was
+    deterministic but let a still video drift by 1-1.5 grey levels, which the long-video track scored
+    as drift. At a constant quantizer the stream says so, the same frames give the same bytes, and
+    every copy of a repeated frame decodes exactly like the first."""
     import hashlib
     import re
 
-    from worldolympiad.video.io import write_video
+    from worldolympiad.video.io import read_video, write_video
 
     rng = np.random.default_rng(0)
     frames = np.clip(128 + 40 * np.sin(np.arange(64)[None, :, None] / 4.0) + rng.normal(0, 12, (24, 64, 64, 3)),
                      0, 255).astype(np.uint8)
     digests = set()
     for i in range(4):
-        path = write_video(tmp_path / f"v{i}.mp4", frames, 15.0, crf=18, pix_fmt="yuv444p")
+        path = write_video(tmp_path / f"v{i}.mp4", frames, 15.0, qp=18, pix_fmt="yuv444p")
         data = path.read_bytes()
         digests.add(hashlib.md5(data).hexdigest())
     options = re.search(rb"x264 - core .*? options: ([^\x00]*)", data)
     assert options is not None
-    assert b" mbtree=0 " in options.group(1) and b" threads=1 " in options.group(1)
+    assert b" rc=cqp " in options.group(1) and b" threads=1 " in options.group(1)
     assert len(digests) == 1
+    still = read_video(write_video(tmp_path / "still.mp4", np.repeat(frames[:1], 24, 0), 15.0, qp=18,
+                                   pix_fmt="yuv444p")).frames
+    assert all(np.array_equal(f, still[0]) for f in still)

@@ -97,8 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="track/model option, repeatable (e.g. physics.segmenter=opencv, model.num_inference_steps=4); "
-                        "video.pix_fmt / video.crf set how generated videos are stored and scored "
-                        "(default yuv444p, crf 18: 4:2:0 loses the colour of 1-2 px sprites)")
+                        "video.pix_fmt / video.qp set how generated videos are stored and scored "
+                        "(default yuv444p, constant quantizer 18: 4:2:0 loses the colour of 1-2 px sprites)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
                    help="write RUN_DIR/report.html with the leaderboard package when it is installed (default: on)")

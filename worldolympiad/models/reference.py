@@ -9,7 +9,7 @@ A case's reference video comes from, in order:
    hash of the case JSON), under ``<cache_dir>/references/<generator>/<version>/<hash>/``:
 
    ============  ==============================================================
-   video.mp4     the frames, bit-exact (``libx264rgb`` at crf 0: lossless RGB, so
+   video.mp4     the frames, bit-exact (``libx264rgb`` at quantizer 0: lossless RGB, so
                  a cached reference equals a fresh render byte for byte)
    gt.npz        masks ``int32 [T, H, W]`` and depth ``float32 [T, H, W]`` if any
    gt.json       fps, chunks, object_ids, camera, states (arrays as lists)
