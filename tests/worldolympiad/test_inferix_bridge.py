@@ -204,8 +204,9 @@ def test_a_bundle_draws_a_listed_content_at_its_own_grid_and_the_bridge_resizes(
     assert generated("gaming.atari_pong") == [48, 40]
     assert generated("robotics.pick") == [32, 32]
     assert generated("gaming.atari_pong", size="24x16") == [24, 16]
-    with pytest.raises(ValueError, match="model.size must be HxW"):
-        build_model(f"inferix:{bundle}", size="big")
+    for bad in ("big", "96x0", "96x72x3"):
+        with pytest.raises(ValueError, match="model.size must be HxW"):
+            build_model(f"inferix:{bundle}", size=bad)
 
 
 def test_the_shipped_bundle_serves_with_its_recipes_sampler_settings():

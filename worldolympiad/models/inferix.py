@@ -62,7 +62,9 @@ def _parse_hw(v: Any) -> tuple[int, int] | None:
     try:
         h, w = (int(x) for x in str(v).lower().split("x"))
     except ValueError:
-        raise ValueError(f"model.size must be HxW in pixels (e.g. 96x72), got {v!r}") from None
+        h = w = 0
+    if h <= 0 or w <= 0:
+        raise ValueError(f"model.size must be HxW in pixels (e.g. 96x72), got {v!r}")
     return h, w
 
 
