@@ -74,13 +74,10 @@ class BundleModel(LoadedModel):
     def content_grid(self, content: str | None) -> tuple[int, int] | None:
         """The pixel ``[H, W]`` the bundle generates ``content`` at whatever size is asked: its
         ``content_grids`` entry for the generator name (``gaming.atari_pong``), else for the
-        generator's family (``gaming``); None when neither is listed."""
-        if not content:
-            return None
-        for key in (content, content.split(".")[0]):
-            if key in self.content_grids:
-                return self.content_grids[key]
-        return None
+        generator's family (``gaming``; the lookup ``data.weights`` uses); None when neither is listed."""
+        from inferix.train.data import generator_keys
+
+        return next((self.content_grids[k] for k in generator_keys(content) if k in self.content_grids), None)
 
     def latent_hw_for(self, pixel_hw: tuple[int, int], content: str | None = None) -> tuple[int, int]:
         """As :meth:`LoadedModel.latent_hw_for`, within ``max_side``; a ``content`` the bundle lists in

@@ -87,11 +87,16 @@ def read_cases(root: str | Path) -> list[tuple[dict[str, Any], Path]]:
     return out
 
 
+def generator_keys(generator: str | None) -> list[str]:
+    """Keys a per-content setting may use for ``generator``, most specific first: the generator
+    (``mechanics.bounce``), then its family (``mechanics``); none for an unnamed generator."""
+    return [generator, generator.split(".")[0]] if generator else []
+
+
 def _weight_keys(v: VideoRecord) -> list[str]:
     """``data.weights`` keys that apply to ``v``, most specific first: generator (``mechanics.bounce``),
     its family (``mechanics``), scenario (``realworld``)."""
-    keys = [v.generator, v.generator.split(".")[0]] if v.generator else []
-    return [*keys, v.scenario]
+    return [*generator_keys(v.generator), v.scenario]
 
 
 def _action_name(action: Any) -> str | None:
