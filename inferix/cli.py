@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="cpu")
 
     t = sub.add_parser("train", help="train a model from a recipe (checkpoints, --resume, eval samples, export)")
-    t.add_argument("--config", required=True, help="recipe YAML (e.g. inferix/train/configs/reference_world.yaml)")
+    t.add_argument("--config", required=True, help="recipe YAML (e.g. inferix/train/configs/reference_world.yaml); a recipe may name a base: recipe it changes")
     t.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in out_dir")
     t.add_argument("--steps", type=int, default=None,
                    help="stop at this step (default: the config's train.steps); with --resume and the "

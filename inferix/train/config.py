@@ -19,8 +19,17 @@ Sections::
     train:   steps, batch_size, lr, warmup, lr_decay, weight_decay, grad_clip, ema, timestep_shift,
              teacher_forcing, log_every, ckpt_every, eval_every, eval_videos, threads, autocast
 
-Relative paths (``out_dir``, ``data.roots``) are resolved against the config file's folder,
-so a committed config reproduces from any working directory.
+Relative paths (``out_dir``, ``init_from``, ``data.roots``, ``codec.init_from``) are resolved
+against the folder of the file that names them, so a committed config reproduces from any working
+directory.
+
+A staged recipe can be written as a difference from the stage before it::
+
+    base: reference_world_gpu2.yaml      # relative to this file; read first, itself may have a base
+    init_from: ../../weights/reference_world
+    train: {lr: 0.0003, rollout: 0.3}    # mappings merge key by key ...
+    data: {weights: {mechanics: 4.0}}    # ... so the other data.weights entries are kept
+                                         # lists and scalars replace the base's value (null clears it)
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 __all__ = ["ActionsConfig", "CodecConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig",
-           "apply_overrides", "load_config"]
+           "apply_overrides", "load_config", "merge_recipes", "read_recipe"]
 
 
 @dataclass
@@ -339,7 +348,7 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
 
 
 # keys whose relative values an override gives against the working directory (the YAML's own
-# resolve against the config file's folder)
+# resolve against the folder of the file that names them)
 _PATH_KEYS = {"out_dir", "init_from", "data.roots", "codec.init_from"}
 
 
@@ -359,6 +368,8 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
         if not sep or not key.strip():
             raise ValueError(f"override {item!r} must look like section.key=VALUE (e.g. train.steps=3000)")
         key = key.strip()
+        if key == "base":
+            raise ValueError(f"override {item!r}: base is read with the file; point --config at another recipe instead")
         value = yaml.safe_load(text)
         if key in _PATH_KEYS and value is not None:
             value = ([str(Path(v).expanduser().resolve()) for v in value] if isinstance(value, list)
@@ -372,21 +383,74 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
         node[leaf] = value
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    """Read a YAML recipe, then apply ``overrides`` (see :func:`apply_overrides`).
+def merge_recipes(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """``child`` on top of ``base``: mappings merge key by key (recursively); any other value of
+    ``child`` (a list, a scalar, null) replaces the base's. Neither input is modified."""
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_recipes(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve_paths(raw: dict[str, Any], folder: Path) -> None:
+    """Make the relative path values of one recipe file absolute against its folder (in place)."""
+    for key in _PATH_KEYS:
+        *parents, leaf = key.split(".")
+        node: Any = raw
+        for name in parents:
+            node = node.get(name) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or node.get(leaf) is None:
+            continue
+        value = node[leaf]
+        if isinstance(value, list):
+            node[leaf] = [v if Path(str(v)).is_absolute() else str((folder / str(v)).resolve()) for v in value]
+        elif not Path(str(value)).is_absolute():
+            node[leaf] = str((folder / str(value)).resolve())
+
+
+def read_recipe(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """One YAML recipe as a raw dict, its ``base`` chain merged underneath (:func:`merge_recipes`);
+    relative paths already resolved against the folder of the file that names them.
 
     Raises:
-        FileNotFoundError: no such file.
-        ValueError: unknown keys or inconsistent values (the message names them).
+        FileNotFoundError: the file, or a ``base`` it names, does not exist.
+        ValueError: not a mapping, a ``base`` that is not a path, or a ``base`` chain that loops.
     """
     import yaml
 
-    p = Path(path).expanduser()
+    p = Path(path).expanduser().resolve()
+    asked = f" (the base of {str(_chain[-1])!r})" if _chain else ""
+    if p in _chain:
+        loop = " -> ".join(str(c) for c in (*_chain, p))
+        raise ValueError(f"training config base chain loops: {loop}")
     if not p.is_file():
-        raise FileNotFoundError(f"training config {str(p)!r} not found")
+        raise FileNotFoundError(f"training config {str(p)!r} not found{asked}")
     raw = yaml.safe_load(p.read_text()) or {}
     if not isinstance(raw, dict):
-        raise ValueError(f"training config {str(p)!r} must be a YAML mapping")
+        raise ValueError(f"training config {str(p)!r} must be a YAML mapping{asked}")
+    parent = raw.pop("base", None)
+    _resolve_paths(raw, p.parent)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str) or not parent.strip():
+        raise ValueError(f"training config {str(p)!r}: base must be the path of another recipe YAML "
+                         f"(relative to this file), got {parent!r}")
+    return merge_recipes(read_recipe(p.parent / parent, (*_chain, p)), raw)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML recipe and its ``base`` chain (:func:`read_recipe`), then apply ``overrides``
+    (see :func:`apply_overrides`).
+
+    Raises:
+        FileNotFoundError: no such file (or no such base).
+        ValueError: unknown keys or inconsistent values (the message names them).
+    """
+    p = Path(path).expanduser()
+    raw = read_recipe(p)
     apply_overrides(raw, overrides or [])
     cfg = config_from_dict(raw, base=p.resolve().parent)
     cfg.source = str(p.resolve())

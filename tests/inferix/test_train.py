@@ -552,6 +552,63 @@ def test_overrides_set_config_values_and_resolve_paths_from_the_working_director
         load_config(path, ["train.autocast=fp8"])
 
 
+def test_a_recipe_with_a_base_is_its_base_with_its_own_values_on_top(
+        toy_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``base:``: mappings merge key by key, lists and scalars replace, and each file's relative
+    paths resolve against its own folder, whatever the working directory."""
+    import yaml
+
+    from inferix.train.config import load_config
+
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["data"]["roots"], raw["out_dir"] = ["train"], "run1"
+    raw["data"]["weights"] = {"gaming": 1.0, "mechanics": 2.0}
+    raw["sampler"]["steps"] = [1000.0, 500.0, 200.0]
+    (tmp_path / "stage1").mkdir()
+    (tmp_path / "stage1" / "base.yaml").write_text(yaml.safe_dump(raw))
+    (tmp_path / "stage2.yaml").write_text(yaml.safe_dump({
+        "base": "stage1/base.yaml", "init_from": "stage1/model", "out_dir": "run2",
+        "data": {"weights": {"mechanics": 4.0}}, "train": {"lr": 0.0003}, "sampler": {"steps": [1000.0, 300.0]}}))
+    monkeypatch.chdir(toy_root)  # nothing may resolve against the working directory
+    cfg = load_config(tmp_path / "stage2.yaml")
+    assert cfg.data.weights == {"gaming": 1.0, "mechanics": 4.0}  # merged, not replaced
+    assert cfg.sampler.steps == [1000.0, 300.0]  # a list replaces
+    assert cfg.train.lr == 0.0003 and cfg.train.steps == raw["train"]["steps"]  # the rest of train is kept
+    assert cfg.data.roots == [str(tmp_path / "stage1" / "train")]  # the base's folder
+    assert (cfg.out_dir, cfg.init_from) == (str(tmp_path / "run2"), str(tmp_path / "stage1" / "model"))
+    assert cfg.model == raw["model"] and cfg.actions.vocabulary == raw["actions"]["vocabulary"]
+    assert load_config(tmp_path / "stage2.yaml", ["train.lr=0.001"]).train.lr == 0.001  # --set still wins
+
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ValueError, match="base chain loops: .*a.yaml -> .*b.yaml -> .*a.yaml"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("base: nowhere.yaml\n")
+    with pytest.raises(FileNotFoundError, match="nowhere.yaml.*the base of .*c.yaml"):
+        load_config(tmp_path / "c.yaml")
+    with pytest.raises(ValueError, match="base is read with the file"):
+        load_config(tmp_path / "stage2.yaml", ["base=stage1/base.yaml"])
+
+
+def test_gpu_stage_3_is_stage_2_but_for_the_values_it_names() -> None:
+    """``reference_world_gpu3.yaml`` is written as a difference from ``reference_world_gpu2.yaml``
+    (the shipped weights' recipe): these five values and nothing else differ."""
+    from inferix.train.config import load_config
+
+    configs = Path(__file__).parents[2] / "inferix" / "train" / "configs"
+    s2 = load_config(configs / "reference_world_gpu2.yaml").to_dict()
+    s3 = load_config(configs / "reference_world_gpu3.yaml").to_dict()
+    assert s3["init_from"] == str((configs / ".." / ".." / "weights" / "reference_world").resolve())
+    assert (s3["train"]["lr"], s3["train"]["rollout"]) == (0.0003, 0.3)
+    assert s3["data"]["weights"] == {**s2["data"]["weights"], "robotics": 4.0, "mechanics": 4.0}
+    for d, keys in ((s2, ("init_from", "out_dir")), (s3, ("init_from", "out_dir"))):
+        for k in keys:
+            d.pop(k)
+    for d in (s2, s3):
+        d["train"].pop("lr"), d["train"].pop("rollout"), d["data"].pop("weights")
+    assert s3 == s2
+
+
 def test_bf16_autocast_trains_the_fp32_weights_to_about_the_fp32_loss(toy_root: Path, tmp_path: Path) -> None:
     """``train.autocast: bf16`` (for GPUs; checked here on the CPU): the first loss matches fp32
     within bf16 precision, the loss falls, and weights stay fp32."""
