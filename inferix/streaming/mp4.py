@@ -14,18 +14,22 @@ logger = logging.getLogger(__name__)
 
 
 class Mp4Writer:
-    """Streaming H.264 writer.
+    """Streaming H.264 writer, deterministic: one x264 thread at a constant quantizer, so the same
+    frames give the same bytes (x264's CRF rate control did not: its macroblock tree encoded one
+    clip to several different files from call to call; ``worldolympiad.video.io.write_video``
+    has the measurements).
 
     Args:
         path: output ``.mp4``.
         fps: frames per second.
-        crf: x264 quality (lower = better; 18 is visually lossless).
+        qp: x264 constant quantizer (lower = better; 0 = lossless in yuv420p; 18 is about as good
+            as CRF 18, visually lossless).
 
     Odd frame sizes are padded by one pixel (yuv420p needs even sizes); the first frame
     fixes the size.
     """
 
-    def __init__(self, path: str | Path, fps: float, crf: int = 18) -> None:
+    def __init__(self, path: str | Path, fps: float, qp: int = 18) -> None:
         import av
 
         self.path = Path(path)
@@ -33,7 +37,7 @@ class Mp4Writer:
         self.fps = fps
         self._container: Any = av.open(str(self.path), mode="w")
         self._stream: Any = None
-        self._crf = crf
+        self._qp = qp
         self.frames_written = 0
 
     def write(self, frames: np.ndarray) -> None:
@@ -49,7 +53,8 @@ class Mp4Writer:
             self._stream = self._container.add_stream("libx264", rate=rate)
             self._stream.width, self._stream.height = pw, ph
             self._stream.pix_fmt = "yuv420p"
-            self._stream.options = {"crf": str(self._crf)}
+            self._stream.options = {"qp": str(self._qp), "threads": "1"}
+            self._stream.codec_context.thread_count = 1
         if (ph, pw) != (self._stream.height, self._stream.width):
             raise ValueError(f"frame size changed from {self._stream.height}x{self._stream.width} to {ph}x{pw}")
         if (ph, pw) != (h, w):

@@ -41,7 +41,7 @@ def write_rendered_folder(root: Path, n: int = 4) -> Path:
     for i in range(n):
         cid = f"toy-{i}"
         acts = [ACTIONS[(i + k) % 3] for k in range(4)]
-        with Mp4Writer(root / "videos" / f"{cid}.mp4", fps=15, crf=0) as w:
+        with Mp4Writer(root / "videos" / f"{cid}.mp4", fps=15, qp=0) as w:
             w.write(_video(i, acts, chunk))
         chunks = [{"index": k, "frame_start": k * chunk, "frame_end": min((k + 1) * chunk, FRAMES),
                    "caption": f"the square moves {a.lower()}", "action": a} for k, a in enumerate(acts)]
