@@ -297,7 +297,8 @@ def _section(cls: type, raw: Any, where: str) -> Any:
 
 
 def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConfig:
-    """Build and validate a :class:`TrainConfig`; relative paths resolve against ``base``."""
+    """Build and validate a :class:`TrainConfig`; relative paths resolve against ``base`` (for
+    :func:`load_config`, whose file values are already absolute, this places the defaults, e.g. ``out_dir``)."""
     top = {f.name for f in fields(TrainConfig)} - {"source", "overrides"}
     unknown = sorted(set(raw) - top)
     if unknown:
