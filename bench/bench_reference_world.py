@@ -21,7 +21,12 @@
 Usage::
 
     python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--games G,G] [--model-dir DIR]
-        [--skip-fps] [--one-block] [--json out.json] [--strips DIR]
+        [--skip-fps] [--one-block] [--json out.json] [--strips DIR] [--compare OLD.json]
+
+``--compare`` reads an earlier run's ``--json`` and prints, game by game, the chunks the trained
+model now gets right that it got wrong then and the reverse, on the cases both runs scored, with
+the exact two-sided McNemar p-value of those discordant chunks (a paired test: the same cases,
+the same actions; e.g. a fine-tuned checkpoint's ``--model-dir`` run against the shipped weights').
 
 ``--suite-dir`` is a folder written by ``worldolympiad scenarios render gaming DIR`` (rendered
 there when missing). ``--model-dir`` evaluates an exported bundle (``inferix:DIR``) instead of
@@ -203,6 +208,51 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
     return out
 
 
+def paired_change(old: dict[str, list[bool]], new: dict[str, list[bool]],
+                  game_of: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Chunk-by-chunk change between two runs' ``per_case`` direction results, per game and in all.
+
+    Only cases both runs scored count, chunk ``i`` against chunk ``i``. ``gained`` = chunks right
+    now and wrong before, ``lost`` = the reverse; ``p`` is the exact two-sided McNemar test of those
+    discordant pairs (binomial, one half), 1.0 when there are none. ``game_of`` maps a case id to
+    its game (a case it does not name is its own row).
+    """
+    from scipy.stats import binomtest
+
+    rows: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for cid in sorted(set(old) & set(new)):
+        game = game_of.get(cid, cid)
+        if len(old[cid]) != len(new[cid]):
+            raise ValueError(f"case {cid}: {len(old[cid])} chunks then, {len(new[cid])} now - not the same render")
+        for a, b in zip(old[cid], new[cid], strict=True):
+            rows[game].append((bool(a), bool(b)))
+            rows["all"].append((bool(a), bool(b)))
+    out = {}
+    for game, pairs in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        gained = sum(b and not a for a, b in pairs)
+        lost = sum(a and not b for a, b in pairs)
+        p = binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0
+        out[game] = {"chunks": len(pairs), "old": round(sum(a for a, _ in pairs) / len(pairs), 3),
+                     "new": round(sum(b for _, b in pairs) / len(pairs), 3), "gained": gained, "lost": lost,
+                     "p": round(float(p), 4)}
+    return out
+
+
+def _trained_per_case(results: dict[str, Any]) -> dict[str, list[bool]]:
+    """The trained model's ``per_case`` in a ``--json`` file (its ``roles``; for files written
+    before roles existed, the one ``inferix:`` spec that is not a random twin)."""
+    direction = results.get("direction", {})
+    spec = results.get("roles", {}).get("trained")
+    if spec is None:
+        found = [s for s in direction if s.startswith("inferix:") and not s.endswith("-random")]
+        if len(found) != 1:
+            raise SystemExit(f"--compare: cannot tell which model was the trained one among {sorted(direction)}")
+        spec = found[0]
+    if spec not in direction or "per_case" not in direction[spec]:
+        raise SystemExit(f"--compare: no per-case results of the trained model {spec!r} (was it run with --models trained?)")
+    return direction[spec]["per_case"]
+
+
 def one_block(model_dir: str | None, cases: list[Any], change: float = 0.05) -> dict[str, Any]:
     """Per game: one block from each chunk's first reference frame (see the module docstring).
 
@@ -305,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--strips", default=None,
                     help="folder for one PNG per model and case: 12 generated frames over the reference's")
+    ap.add_argument("--compare", default=None, metavar="OLD.json",
+                    help="an earlier --json run: print the trained model's paired chunk changes against it")
     args = ap.parse_args(argv)
+    old = json.loads(Path(args.compare).read_text()) if args.compare else None
 
     trained = f"inferix:{args.model_dir}" if args.model_dir else "inferix:reference-world"
     from inferix.registry import load_model
@@ -316,8 +369,15 @@ def main(argv: list[str] | None = None) -> int:
     specs = [names.get(s, s) for s in args.models.split(",") if s]
     cases = _cases(Path(args.suite_dir), args.limit, args.games.split(",") if args.games else None)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
-    results: dict[str, Any] = {"cases": len(cases), "direction": direction_accuracy(
+    results: dict[str, Any] = {"cases": len(cases), "roles": {"trained": trained}, "direction": direction_accuracy(
         specs, cases, Path(args.strips) if args.strips else None)}
+    if old is not None and trained in results["direction"]:
+        change = paired_change(_trained_per_case(old), results["direction"][trained]["per_case"],
+                               {c.id: _game(c) for c in cases})
+        results["compare"] = {"against": args.compare, "per_game": change}
+        print(f"paired against {args.compare} (chunks right then -> now; gained / lost; exact McNemar p):")
+        for game, r in change.items():
+            print(f"  {game:10s} {r['old']:.3f} -> {r['new']:.3f}  +{r['gained']} / -{r['lost']} of {r['chunks']}  p = {r['p']}")
     if args.one_block:
         results["one_block"] = one_block(args.model_dir, cases)
     if not args.skip_fps:

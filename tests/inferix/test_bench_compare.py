@@ -1,0 +1,54 @@
+"""`bench_reference_world.py --compare`: the paired, chunk-by-chunk change between two bench runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_reference_world.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_reference_world", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paired_change_counts_only_chunks_that_flipped_on_cases_both_runs_scored(bench):
+    old = {"p0": [True, False, False, False], "f0": [True, True], "gone": [False]}
+    new = {"p0": [True, True, True, True], "f0": [False, True], "added": [True]}
+    change = bench.paired_change(old, new, {"p0": "pong", "f0": "freeway"})
+    assert change["pong"] == {"chunks": 4, "old": 0.25, "new": 1.0, "gained": 3, "lost": 0, "p": 0.25}
+    assert change["freeway"] == {"chunks": 2, "old": 1.0, "new": 0.5, "gained": 0, "lost": 1, "p": 1.0}
+    # "gone" and "added" were scored by one run only: not in the paired total
+    assert change["all"]["chunks"] == 6 and (change["all"]["gained"], change["all"]["lost"]) == (3, 1)
+    assert change["all"]["p"] == pytest.approx(0.625)  # exact two-sided binomial, 3 of 4 discordant
+    assert list(change)[-1] == "all"
+
+
+def test_paired_change_of_identical_runs_is_no_change_with_p_one(bench):
+    runs = {"a": [True, False, True]}
+    assert bench.paired_change(runs, runs, {"a": "maze"})["all"] == {
+        "chunks": 3, "old": 0.667, "new": 0.667, "gained": 0, "lost": 0, "p": 1.0}
+
+
+def test_paired_change_refuses_cases_rendered_with_different_chunks(bench):
+    with pytest.raises(ValueError, match="not the same render"):
+        bench.paired_change({"a": [True, True]}, {"a": [True]}, {})
+
+
+def test_compare_finds_the_trained_model_in_old_json_files_with_or_without_roles(bench, tmp_path):
+    per_case = {"a": [True]}
+    with_roles = {"roles": {"trained": "inferix:/m"}, "direction": {
+        "inferix:/m": {"per_case": per_case}, "inferix:reference-world": {"per_case": {}}}}
+    legacy = {"direction": {"inferix:reference-world": {"per_case": per_case},
+                            "inferix:reference-world-random": {"per_case": {}}, "repeat-first-frame": {}}}
+    assert bench._trained_per_case(with_roles) == per_case
+    assert bench._trained_per_case(json.loads(json.dumps(legacy))) == per_case
+    with pytest.raises(SystemExit, match="which model was the trained one"):
+        bench._trained_per_case({"direction": {"inferix:a": {}, "inferix:b": {}}})
