@@ -52,3 +52,14 @@ def test_compare_finds_the_trained_model_in_old_json_files_with_or_without_roles
     assert bench._trained_per_case(json.loads(json.dumps(legacy))) == per_case
     with pytest.raises(SystemExit, match="which model was the trained one"):
         bench._trained_per_case({"direction": {"inferix:a": {}, "inferix:b": {}}})
+
+
+def test_the_shipped_models_record_is_a_comparable_24_case_run(bench):
+    """bench/records/reference_world_gaming24.json is what `--compare` checks candidates against."""
+    record = json.loads((BENCH.parent / "records" / "reference_world_gaming24.json").read_text())
+    per_case = bench._trained_per_case(record)
+    assert len(per_case) == 24 and all(len(chunks) == 6 for chunks in per_case.values())
+    games = {cid.split("-")[1] for cid in per_case}
+    assert games == {"breakout", "freeway", "maze", "pong"}
+    change = bench.paired_change(per_case, per_case, {cid: cid.split("-")[1] for cid in per_case})
+    assert change["all"]["old"] == pytest.approx(record["direction"]["inferix:reference-world"]["direction_accuracy"], abs=1e-3)
