@@ -358,7 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", default=None, metavar="OLD.json",
                     help="an earlier --json run: print the trained model's paired chunk changes against it")
     args = ap.parse_args(argv)
-    old = json.loads(Path(args.compare).read_text()) if args.compare else None
+    if args.compare and "trained" not in args.models.split(","):
+        ap.error("--compare compares the trained model: keep 'trained' in --models")
+    # read before the run, so a wrong file fails now and not after the benchmark
+    old_per_case = _trained_per_case(json.loads(Path(args.compare).read_text())) if args.compare else None
 
     trained = f"inferix:{args.model_dir}" if args.model_dir else "inferix:reference-world"
     from inferix.registry import load_model
@@ -371,8 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
     results: dict[str, Any] = {"cases": len(cases), "roles": {"trained": trained}, "direction": direction_accuracy(
         specs, cases, Path(args.strips) if args.strips else None)}
-    if old is not None and trained in results["direction"]:
-        change = paired_change(_trained_per_case(old), results["direction"][trained]["per_case"],
+    if old_per_case is not None:
+        change = paired_change(old_per_case, results["direction"][trained]["per_case"],
                                {c.id: _game(c) for c in cases})
         results["compare"] = {"against": args.compare, "per_game": change}
         print(f"paired against {args.compare} (chunks right then -> now; gained / lost; exact McNemar p):")

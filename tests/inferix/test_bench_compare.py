@@ -42,14 +42,14 @@ def test_paired_change_refuses_cases_rendered_with_different_chunks(bench):
         bench.paired_change({"a": [True, True]}, {"a": [True]}, {})
 
 
-def test_compare_finds_the_trained_model_in_old_json_files_with_or_without_roles(bench, tmp_path):
+def test_compare_finds_the_trained_model_in_old_json_files_with_or_without_roles(bench):
     per_case = {"a": [True]}
     with_roles = {"roles": {"trained": "inferix:/m"}, "direction": {
         "inferix:/m": {"per_case": per_case}, "inferix:reference-world": {"per_case": {}}}}
     legacy = {"direction": {"inferix:reference-world": {"per_case": per_case},
                             "inferix:reference-world-random": {"per_case": {}}, "repeat-first-frame": {}}}
     assert bench._trained_per_case(with_roles) == per_case
-    assert bench._trained_per_case(json.loads(json.dumps(legacy))) == per_case
+    assert bench._trained_per_case(legacy) == per_case
     with pytest.raises(SystemExit, match="which model was the trained one"):
         bench._trained_per_case({"direction": {"inferix:a": {}, "inferix:b": {}}})
 
