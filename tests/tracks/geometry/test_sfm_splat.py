@@ -56,8 +56,10 @@ def test_splat_fit_improves_heldout_and_densifies_on_cpu(flythrough, tmp_path):
     f = flythrough
     rec = recover_cameras(f.frames, np.arange(len(f.frames)), tmp_path, K=f.K)
     torch.manual_seed(0)
-    base = fit_splats(f.frames, rec.poses, rec.K, rec.points, rec.colors, SplatConfig(iterations=1, densify=False))
-    cfg = SplatConfig(iterations=40, densify=True, grow_grad2d=1e-5, max_gaussians=800)
+    # 300 initial Gaussians (the default pads to 800), so growth has room under the 800 cap
+    base = fit_splats(f.frames, rec.poses, rec.K, rec.points, rec.colors,
+                      SplatConfig(iterations=1, densify=False, min_init_points=300))
+    cfg = SplatConfig(iterations=40, densify=True, grow_grad2d=1e-5, max_gaussians=800, min_init_points=300)
     fit = fit_splats(f.frames, rec.poses, rec.K, rec.points, rec.colors, cfg)
     assert fit.test_ids == base.test_ids and len(fit.test_ids) == 3
     gt = f.frames[fit.test_ids]
