@@ -198,6 +198,9 @@ class ClipDataset:
         if unused:  # a misspelt or wrong-level key would otherwise be a silent no-op
             logger.warning("data.weights keys %s match no video (its generators, families and scenarios: %s)",
                            unused, ", ".join(sorted(known)))
+        # weights multiply frame counts, so short clips get a small share at a large weight: say it
+        logger.info("share of sampled clips: %s",
+                    ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(self.shares().items(), key=lambda kv: -kv[1])))
         self.groups: dict[tuple[int, int], list[int]] = {}
         for i, v in enumerate(self.videos):
             self.groups.setdefault(v.hw, []).append(i)
@@ -253,6 +256,17 @@ class ClipDataset:
             v.latents = np.concatenate(out)
 
     # ------------------------------------------------------------------ sampling
+    def shares(self) -> dict[str, float]:
+        """Expected share of sampled clips per generator (``scenario`` for a video without one),
+        summing to 1: a video is drawn in proportion to :meth:`_weight`, its weight times its
+        length."""
+        total: dict[str, float] = {}
+        for i, v in enumerate(self.videos):
+            key = v.generator or v.scenario
+            total[key] = total.get(key, 0.0) + self._weight(i)
+        norm = sum(total.values())
+        return {k: w / norm for k, w in total.items()}
+
     def _weight(self, i: int) -> float:
         """Sampling weight of video ``i``: the weight of its generator, else of the generator's family,
         else of its scenario (:func:`_weight_keys`), times its length (so frames count evenly)."""

@@ -423,6 +423,12 @@ def test_sampling_weights_take_the_most_specific_key(toy_root: Path, tmp_path: P
     # pong by its generator, the maze by its family, bounce by its family, the last by its scenario
     assert weights == {"toy-0": 8.0, "toy-1": 3.0, "toy-2": 2.0, "toy-3": 3.0}
     assert "['physics']" in caplog.text and "match no video" in caplog.text
+    # the share a generator gets is its weight times its frames, over the total (frames are equal here)
+    scenario = data.videos[3].scenario
+    assert data.shares() == pytest.approx({"gaming.atari_pong": 0.5, "gaming.maze": 3 / 16,
+                                           "mechanics.bounce": 2 / 16, scenario: 3 / 16})
+    data.videos[0].frames = data.videos[0].frames[:-4]  # a shorter pong clip gets a smaller share
+    assert data.shares()["gaming.atari_pong"] < 0.5
 
 
 def test_anchor_residual_stage_starts_as_repeat_the_last_frame_with_an_x0_loss(toy_root: Path, tmp_path: Path) -> None:
@@ -592,7 +598,7 @@ def test_a_recipe_with_a_base_is_its_base_with_its_own_values_on_top(
 
 def test_gpu_stage_3_is_stage_2_but_for_the_values_it_names() -> None:
     """``reference_world_gpu3.yaml`` is written as a difference from ``reference_world_gpu2.yaml``
-    (the shipped weights' recipe): these five values and nothing else differ."""
+    (the shipped weights' recipe): these values and nothing else differ."""
     from inferix.train.config import load_config
 
     configs = Path(__file__).parents[2] / "inferix" / "train" / "configs"
@@ -600,7 +606,8 @@ def test_gpu_stage_3_is_stage_2_but_for_the_values_it_names() -> None:
     s3 = load_config(configs / "reference_world_gpu3.yaml").to_dict()
     assert s3["init_from"] == str((configs / ".." / ".." / "weights" / "reference_world").resolve())
     assert (s3["train"]["lr"], s3["train"]["rollout"]) == (0.0003, 0.3)
-    assert s3["data"]["weights"] == {**s2["data"]["weights"], "robotics": 4.0, "mechanics": 4.0}
+    assert s3["data"]["weights"] == {**s2["data"]["weights"], "robotics": 10.0, "mechanics": 12.0,
+                                     "thermal": 12.0, "material": 15.0}
     for d in (s2, s3):
         d.pop("init_from"), d.pop("out_dir"), d["train"].pop("lr"), d["train"].pop("rollout"), d["data"].pop("weights")
     assert s3 == s2
