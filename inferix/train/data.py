@@ -310,23 +310,41 @@ class ClipDataset:
         x = int(torch.randint(0, clip.shape[2] - cw + 1, (1,), generator=generator))
         return clip[:, y : y + ch, x : x + cw]
 
+    def _block_actions(self, v: VideoRecord, start: int) -> np.ndarray:
+        """Action ids of the clip of ``v`` at ``start``: per block, the action at the block's first
+        frame; the prefix takes block 0's (as the engine commits it)."""
+        bf = self.data.block_frames
+        a = v.action_ids[start : start + self.clip_frames].copy()
+        for k in range(self.data.blocks_per_clip):
+            lo = 1 + k * bf
+            a[lo : lo + bf] = a[lo]
+        a[0] = a[1]
+        return a
+
+    def clip_at(self, i: int, start: int = 0) -> Clip:
+        """The whole-frame clip of video ``i`` from frame ``start``, with its caption: one row, no
+        randomness (checks and evaluations)."""
+        import torch
+
+        v = self.videos[i]
+        if not 0 <= start <= len(v.frames) - self.clip_frames:
+            raise ValueError(f"{v.case_id}: a clip of {self.clip_frames} frames cannot start at frame {start} "
+                             f"of {len(v.frames)}")
+        x = torch.from_numpy(v.frames[start : start + self.clip_frames]).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
+        return Clip(x, torch.from_numpy(self._block_actions(v, start))[None], [v.captions[start + 1]], [v.case_id],
+                    [start])
+
     def sample(self, batch_size: int, generator: torch.Generator) -> Clip:
         """A batch of clips from one grid group (all randomness from ``generator``)."""
         import torch
 
         _, vids = self.draw_videos(batch_size, generator)
         pix, acts, caps, ids, starts = [], [], [], [], []
-        bf = self.data.block_frames
         for vi in vids:
             v = self.videos[vi]
             s = int(torch.randint(0, len(v.frames) - self.clip_frames + 1, (1,), generator=generator))
             clip = v.frames[s : s + self.clip_frames]
-            a = v.action_ids[s : s + self.clip_frames].copy()
-            # per block: the action at the block's first frame; the prefix takes block 0's
-            for k in range(self.data.blocks_per_clip):
-                lo = 1 + k * bf
-                a[lo : lo + bf] = a[lo]
-            a[0] = a[1]
+            a = self._block_actions(v, s)
             drop = float(torch.rand((), generator=generator)) < self.data.caption_dropout
             if v.latents is None:
                 clip = self._crop(clip, 1, generator)  # [F, H, W, 3]

@@ -69,7 +69,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainState", "Trainer", "device_generator", "diffusion_forcing_loss", "export_checkpoint", "train"]
+__all__ = ["TrainState", "Trainer", "block_forward", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
+           "teacher_forced_error", "train"]
 
 
 def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: float,
@@ -121,6 +122,69 @@ def rollout_context(lm: LoadedModel, clip: Clip, x0: torch.Tensor, block_frames:
     return res.latents[:, :, 1:].to(x0.dtype)
 
 
+def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any, actions: torch.Tensor,
+                  seen: torch.Tensor, block_frames: int, offset: int = 0) -> torch.Tensor:
+    """The DiT's velocity for a clip laid out as in training (a prefix frame + K blocks), under the
+    block-causal mask: ``x_t`` ``[B, C, F, h, w]`` at per-frame noise levels ``sig_f`` ``[B, F]``,
+    actions ``[B, F]``, frame positions from ``offset``. A model that conditions on the previous
+    frame gets, for every frame of block k, frame ``k * bf`` of ``seen`` (the clean context as the
+    model sees it; the prefix is its own anchor), as generation feeds the last frame it committed."""
+    import torch
+
+    from inferix.models.attention import FullAttention, block_causal_mask_from_sizes
+
+    device = x_t.device
+    b, _, f, h, w = x_t.shape
+    blocks = (f - 1) // block_frames
+    anchor = None
+    if model.config.conditions_on_previous_frame:
+        idx = torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
+        anchor = seen[:, :, idx]
+    pos = (torch.arange(f, device=device) + offset).expand(b, f)
+    ph, pw = model.config.patch_size[1:]
+    mask = block_causal_mask_from_sizes([1] + [block_frames] * blocks, (h // ph) * (w // pw), device=device)
+    return model(x_t, sig_f.to(device) * 1000.0, text.to(device), FullAttention(mask), pos, actions.to(device), anchor)
+
+
+def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: Any,
+                         sigmas: tuple[float, ...] = (1.0, 0.2, 0.05, 0.01), seed: int = 0) -> dict[str, Any]:
+    """How well the model predicts a clip's first block from the clean prefix, per noise level.
+
+    The first block is noised to each ``sigma`` (the later blocks are pure noise, which the
+    block-causal mask hides from it), and the x0 that the returned velocity implies is compared
+    with the truth. Returns mean abs errors in grey levels (0-255) per row: ``copy`` (the
+    prefix frame repeated, which is what a zero ``anchor_residual`` head gives) and
+    ``x0[sigma]``. An ``x0`` above ``copy`` means the model is worse than standing still; an
+    ``x0`` that does not fall as sigma does means the model ignores its noisy input.
+    """
+    import torch
+
+    from inferix.models.vae import to_uint8
+
+    model = lm.model
+    x0 = (clip.latents if clip.latents is not None else lm.codec.encode(clip.pixels)).to(model.device)
+    b, _, f, _, _ = x0.shape
+    noise = torch.randn(x0.shape, generator=torch.Generator().manual_seed(seed)).to(x0)
+    truth = to_uint8(lm.codec.decode(x0[:, :, 1 : 1 + block_frames])).float()  # [B, T, H, W, 3]
+    prefix = to_uint8(lm.codec.decode(x0[:, :, :1])).float()
+
+    def mae(pred: torch.Tensor) -> list[float]:
+        return (pred - truth).abs().mean(dim=(1, 2, 3, 4)).tolist()
+
+    out: dict[str, Any] = {"copy": mae(prefix.expand_as(truth)), "x0": {}}
+    for sigma in sigmas:
+        sig_f = torch.ones(b, f)
+        sig_f[:, 0] = 0.0
+        sig_f[:, 1 : 1 + block_frames] = float(sigma)
+        s = sig_f.to(x0)[:, None, :, None, None]
+        x_t = (1 - s) * x0 + s * noise
+        with torch.no_grad():
+            v = block_forward(model, x_t, sig_f, text, clip.actions, x0, block_frames)
+        pred = (x_t - s * v.to(x_t))[:, :, 1 : 1 + block_frames]
+        out["x0"][float(sigma)] = mae(to_uint8(lm.codec.decode(pred)).float())
+    return out
+
+
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
                            teacher_forcing: float, generator: torch.Generator,
                            context_noise: float = 0.0, motion_weight: float = 0.0,
@@ -143,12 +207,10 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     """
     import torch
 
-    from inferix.models.attention import FullAttention, block_causal_mask_from_sizes
-
     model = lm.model
     device = model.device
     x0 = (clip.latents if clip.latents is not None else lm.codec.encode(clip.pixels)).to(device)  # [B, C, F, h, w]
-    b, _, f, h, w = x0.shape
+    b, _, f = x0.shape[:3]
     blocks = (f - 1) // block_frames
     sig_b = sample_block_sigmas(b, blocks, shift, teacher_forcing, generator)  # [B, K]
     ctx = x0  # the clean frames as the model sees them in its context
@@ -174,18 +236,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         extra = torch.randn(x0.shape, generator=draw, device=device) * std.to(device)[:, None, None, None, None]
         x_t = torch.where(s == 0, x_t + extra, x_t)
         seen = ctx + extra
-    anchor = None
-    if model.config.conditions_on_previous_frame:
-        # every frame of block k sees the last frame before the block (frame k * bf; the prefix sees
-        # itself), as generation sees the last frame it committed
-        idx = torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
-        anchor = seen[:, :, idx]
     # RoPE is relative, but the engine runs at growing absolute positions: train at random offsets
     offset = int(torch.randint(0, 64, (1,), generator=generator))
-    pos = (torch.arange(f, device=device) + offset).expand(b, f)
-    ph, pw = model.config.patch_size[1:]
-    mask = block_causal_mask_from_sizes([1] + [block_frames] * blocks, (h // ph) * (w // pw), device=device)
-    v = model(x_t, sig_f * 1000.0, text.to(device), FullAttention(mask), pos, clip.actions.to(device), anchor)
+    v = block_forward(model, x_t, sig_f, text, clip.actions, seen, block_frames, offset)
     if model.config.prediction == "anchor_residual":
         # the head predicts x0 - anchor: an x0 loss (the velocity error is that over sigma, which
         # would weigh the last steps by 1 / sigma^2)

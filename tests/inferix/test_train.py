@@ -455,6 +455,43 @@ def test_anchor_residual_stage_starts_as_repeat_the_last_frame_with_an_x0_loss(t
     assert np.mean(losses[-5:]) < np.mean(losses[:5]), losses
 
 
+def test_teacher_forced_error_of_a_zero_residual_head_is_the_copy_error_at_every_level(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``teacher_forced_error`` (the physics-content check of session 15): a zero ``anchor_residual``
+    head predicts the prefix frame, so its x0 error equals the copy error at every noise level; a
+    trained head at a tiny noise level is measured against the truth, not the prefix."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, teacher_forced_error
+
+    raw = toy_config(tmp_path / "r", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual")
+    tr = Trainer(config_from_dict(raw))
+    torch.nn.init.zeros_(tr.lm.model.proj_out.weight)
+    torch.nn.init.zeros_(tr.lm.model.proj_out.bias)
+    clip = tr.data.sample(2, torch.Generator().manual_seed(0))
+    out = teacher_forced_error(tr.lm, clip, 2, tr.text(clip.captions), sigmas=(1.0, 0.1))
+    assert min(out["copy"]) > 0.5  # the toy clips move, so the check can tell the two apart
+    for sigma in (1.0, 0.1):
+        assert out["x0"][sigma] == pytest.approx(out["copy"], abs=1e-3)
+    torch.nn.init.normal_(tr.lm.model.proj_out.weight, std=0.05)
+    moved = teacher_forced_error(tr.lm, clip, 2, tr.text(clip.captions), sigmas=(1.0,))
+    assert moved["x0"][1.0] != pytest.approx(out["copy"], abs=1e-3)
+
+
+def test_clip_at_is_the_clip_sample_draws_at_that_start(toy_root: Path, tmp_path: Path) -> None:
+    from inferix.train.recipe import Trainer
+
+    tr = Trainer(toy_config(tmp_path, toy_root))
+    drawn = tr.data.sample(4, torch.Generator().manual_seed(5))
+    for row, (cid, start) in enumerate(zip(drawn.case_ids, drawn.starts, strict=True)):
+        i = next(j for j, v in enumerate(tr.data.videos) if v.case_id == cid)
+        one = tr.data.clip_at(i, start)
+        assert torch.equal(one.pixels[0], drawn.pixels[row]) and torch.equal(one.actions[0], drawn.actions[row])
+        assert one.case_ids == [cid] and one.starts == [start]
+    with pytest.raises(ValueError, match="cannot start at frame"):
+        tr.data.clip_at(0, len(tr.data.videos[0].frames))
+
+
 def test_crop_trains_on_windows_of_the_whole_grid(toy_root: Path, tmp_path: Path) -> None:
     from inferix.train.recipe import Trainer
 

@@ -1,0 +1,97 @@
+"""Teacher-forced check of a reference-world checkpoint, per content: does it beat standing still?
+
+For each video of a rendered folder (``worldolympiad scenarios render ...``; by default two per
+generator), the first clip's first block is predicted from the clean prefix frame at several
+noise levels (``inferix.train.recipe.teacher_forced_error``: the training layout, the block-causal
+mask, the previous-frame anchor). Printed per video and per generator, in grey levels (0-255):
+
+* ``copy``: the error of repeating the prefix frame (what a zero ``anchor_residual`` head gives);
+* ``x0@sigma``: the error of the x0 the model's velocity implies at that noise level.
+
+An ``x0`` above ``copy`` is a model worse than standing still on that content; an ``x0`` that does
+not fall as sigma falls is a model that ignores its noisy input (the sampler's later steps then
+add nothing). Seconds per checkpoint on CPU; no GPU needed. Session 15 found the shipped weights
+above ``copy`` on every physics and robotics generator, at every sigma.
+
+Usage::
+
+    worldolympiad scenarios render inferix/train/configs/reference_world_data /tmp/rw/train
+    python bench/bench_teacher_forced.py /tmp/rw/train [--model-dir OUT/model] [--per-generator 2]
+        [--sigmas 1,0.2,0.05,0.01] [--config inferix/train/configs/reference_world_gpu2.yaml] [--json F]
+
+``--config`` supplies the data layout and action vocabulary (its ``data.roots`` is replaced by
+the folder). Prints numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO / "inferix" / "train" / "configs" / "reference_world_gpu2.yaml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("render_dir", help="folder written by `worldolympiad scenarios render`")
+    ap.add_argument("--model-dir", default=None, help="exported bundle (default: the shipped reference-world)")
+    ap.add_argument("--config", default=str(DEFAULT_CONFIG), help="recipe for the data layout and actions")
+    ap.add_argument("--per-generator", type=int, default=2, help="videos per generator (0 = all)")
+    ap.add_argument("--sigmas", default="1,0.2,0.05,0.01")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default=None, help="write the per-video results here")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from inferix.registry import load_model
+    from inferix.train.config import load_config
+    from inferix.train.data import ClipDataset
+    from inferix.train.recipe import teacher_forced_error
+
+    sigmas = tuple(float(s) for s in args.sigmas.split(","))
+    lm = load_model(args.model_dir or "reference-world")
+    lm.model.eval()
+    cfg = load_config(args.config, [f"data.roots=[{Path(args.render_dir).resolve()}]", "data.caption_dropout=0"])
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw: lm.pixel_hw(lm.latent_hw_for(hw)))
+    seen: dict[str, int] = defaultdict(int)
+    rows = []
+    for i, v in enumerate(data.videos):
+        key = v.generator or v.scenario
+        if args.per_generator and seen[key] >= args.per_generator:
+            continue
+        seen[key] += 1
+        clip = data.clip_at(i)
+        text = lm.text_encoder(clip.captions[0])
+        text = text[None] if text.dim() == 2 else text
+        with torch.no_grad():
+            r = teacher_forced_error(lm, clip, cfg.data.block_frames, text, sigmas, seed=args.seed)
+        rows.append({"case": v.case_id, "generator": key, "copy": r["copy"][0],
+                     "x0": {s: r["x0"][s][0] for s in sigmas}})
+        print(f"{v.case_id:40s} copy {r['copy'][0]:5.1f}  "
+              + "  ".join(f"x0@{s:g} {r['x0'][s][0]:5.1f}" for s in sigmas), flush=True)
+
+    print(f"\nper generator (mean over its videos; x0 / copy > 1 = worse than repeating the frame), "
+          f"{args.model_dir or 'reference-world'}:")
+    by_gen: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_gen[r["generator"]].append(r)
+    for gen, rs in sorted(by_gen.items()):
+        copy = float(np.mean([r["copy"] for r in rs]))
+        x0 = {s: float(np.mean([r["x0"][s] for r in rs])) for s in sigmas}
+        ratio = "  ".join(f"{x0[s] / copy:5.2f}" if copy > 0 else "  n/a" for s in sigmas)
+        print(f"  {gen:26s} copy {copy:5.1f}  " + "  ".join(f"x0@{s:g} {x0[s]:5.1f}" for s in sigmas)
+              + f"   x0/copy {ratio}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"model": args.model_dir or "reference-world", "sigmas": sigmas,
+                                               "videos": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
