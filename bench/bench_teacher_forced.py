@@ -47,8 +47,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write the per-video results here")
     args = ap.parse_args(argv)
 
-    import torch
-
     from inferix.registry import load_model
     from inferix.train.config import load_config
     from inferix.train.data import ClipDataset
@@ -62,16 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     seen: dict[str, int] = defaultdict(int)
     rows = []
     for i, v in enumerate(data.videos):
-        key = v.generator or v.scenario
-        if args.per_generator and seen[key] >= args.per_generator:
+        if args.per_generator and seen[v.content] >= args.per_generator:
             continue
-        seen[key] += 1
-        clip = data.clip_at(i)
-        text = lm.text_encoder(clip.captions[0])
-        text = text[None] if text.dim() == 2 else text
-        with torch.no_grad():
-            r = teacher_forced_error(lm, clip, cfg.data.block_frames, text, sigmas, seed=args.seed)
-        rows.append({"case": v.case_id, "generator": key, "copy": r["copy"][0],
+        seen[v.content] += 1
+        r = teacher_forced_error(lm, data.clip_at(i), cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
+        rows.append({"case": v.case_id, "generator": v.content, "copy": r["copy"][0],
                      "x0": {s: r["x0"][s][0] for s in sigmas}})
         print(f"{v.case_id:40s} copy {r['copy'][0]:5.1f}  "
               + "  ".join(f"x0@{s:g} {r['x0'][s][0]:5.1f}" for s in sigmas), flush=True)

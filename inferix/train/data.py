@@ -134,6 +134,11 @@ class VideoRecord:
     def hw(self) -> tuple[int, int]:
         return int(self.frames.shape[1]), int(self.frames.shape[2])
 
+    @property
+    def content(self) -> str:
+        """What the video shows, for per-content reports: its generator, else its scenario."""
+        return self.generator or self.scenario
+
 
 @dataclass
 class Clip:
@@ -262,8 +267,7 @@ class ClipDataset:
         length."""
         total: dict[str, float] = {}
         for i, v in enumerate(self.videos):
-            key = v.generator or v.scenario
-            total[key] = total.get(key, 0.0) + self._weight(i)
+            total[v.content] = total.get(v.content, 0.0) + self._weight(i)
         norm = sum(total.values())
         return {k: w / norm for k, w in total.items()}
 

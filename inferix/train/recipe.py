@@ -146,9 +146,10 @@ def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any,
     return model(x_t, sig_f.to(device) * 1000.0, text.to(device), FullAttention(mask), pos, actions.to(device), anchor)
 
 
-def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: Any,
+def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: Any = None,
                          sigmas: tuple[float, ...] = (1.0, 0.2, 0.05, 0.01), seed: int = 0) -> dict[str, Any]:
-    """How well the model predicts a clip's first block from the clean prefix, per noise level.
+    """How well the model predicts a clip's first block from the clean prefix, per noise level
+    (``text``: the caption embeddings, by default the model's own of ``clip.captions``).
 
     The first block is noised to each ``sigma`` (the later blocks are pure noise, which the
     block-causal mask hides from it), and the x0 that the returned velocity implies is compared
@@ -162,6 +163,8 @@ def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: A
     from inferix.models.vae import to_uint8
 
     model = lm.model
+    if text is None:
+        text = torch.cat([lm.text_encoder(c) for c in clip.captions])
     x0 = (clip.latents if clip.latents is not None else lm.codec.encode(clip.pixels)).to(model.device)
     b, _, f, _, _ = x0.shape
     noise = torch.randn(x0.shape, generator=torch.Generator().manual_seed(seed)).to(x0)
