@@ -463,7 +463,7 @@ class Engine:
         with torch.no_grad():
             for row in sched.rows:
                 s = self.sessions[row.session_id]
-                res = results.get(row.session_id)
+                res = results[row.session_id]
                 if isinstance(res, BaseException):
                     self._fail(s, f"forward failed: {type(res).__name__}: {res}")
                     continue
@@ -677,7 +677,7 @@ class Engine:
 
     def usage(self) -> dict[str, Any]:
         """KV memory accounting (blocks and bytes per pool)."""
-        u = self.kv.usage(self.storage.bytes_per_block())
+        u: dict[str, Any] = dict(self.kv.usage(self.storage.bytes_per_block()))
         u["bytes_per_block"] = self.storage.bytes_per_block()
         u["allocated_bytes"] = self.storage.allocated_bytes()
         return u

@@ -217,7 +217,11 @@ def generate_blocks(
         ts = torch.cat([torch.zeros(b, past, device=device), torch.full((b, fp), t, device=device)], 1)
         acts = None
         if act is not None or any(a is not None for a in clean_actions):
-            acts = torch.cat([_frame_action(a, n) for a, n in zip([*clean_actions, act], [*sizes, fp], strict=True)], 1)
+            per_block = [_frame_action(a, n) for a, n in zip([*clean_actions, act], [*sizes, fp], strict=True)]
+            given = [a for a in per_block if a is not None]
+            if len(given) != len(per_block):
+                raise ValueError("recompute mode needs an action for every block or for none")
+            acts = torch.cat(given, 1)
         mask = block_causal_mask_from_sizes([*sizes, fp], tokens_per_frame, device=device)
         positions = torch.arange(past + fp, device=device).expand(b, -1)
         anchors = None
@@ -292,7 +296,7 @@ def generate_blocks(
                 set_commit(backend, False)
             for i, t in enumerate(sampler.timesteps):
                 v = forward(x, t, kv, backend, act, pos)
-                if guided:
+                if uncond_kv is not None:  # guided
                     v = sampler.guide(v, forward(x, t, uncond_kv, uncond_backend, act, pos))
                 last = i + 1 == sampler.num_steps
                 noise = None if last else torch.randn(x.shape, generator=generator).to(device, x.dtype)

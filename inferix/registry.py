@@ -232,6 +232,7 @@ def _tiny(device: str = "cpu", seed: int = 0, **_: Any) -> LoadedModel:
         torch.manual_seed(seed)
         model = CausalWanModel(cfg)
         # zero-init by design (fine-tuning starts from plain Wan); random here so actions matter
+        assert model.action_embedder is not None
         torch.nn.init.normal_(model.action_embedder.table.weight, std=0.5)
     model.eval().to(device)
     return LoadedModel("tiny", model, codec, HashedTextEncoder(cfg.text_dim, cfg.text_len),

@@ -103,7 +103,7 @@ def write_rendered(case: Case, rendered: Rendered, out: Path, *, lossless: bool 
     if rendered.depth is not None:
         arrays["depth"] = np.asarray(rendered.depth, np.float32)
     arrays.update(dict(_flatten("states", rendered.states)))
-    np.savez_compressed(paths["arrays"], **arrays)
+    np.savez_compressed(paths["arrays"], **arrays)  # type: ignore[arg-type]  # numpy's stub reads **arrays as allow_pickle
     states_doc = {"case_id": case.id, "object_ids": rendered.object_ids, **_light(rendered.states)}
     paths["states"].write_text(json.dumps(jsonable(states_doc)))
 

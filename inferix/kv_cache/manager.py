@@ -106,6 +106,14 @@ class SessionKV:
     last_used: int = 0  # manager clock when last reserved (coldest session offloads first)
 
 
+def _take_one(pool: BlockPool) -> int:
+    """One block from ``pool``; the caller has made room, so an empty pool is a bookkeeping bug."""
+    ids = pool.allocate(1)
+    if not ids:
+        raise RuntimeError("KV block pool is full after room was made for this write")
+    return ids[0]
+
+
 class KVCacheManager:
     """Block tables of many sessions over shared pools, under one retention policy.
 
@@ -217,7 +225,7 @@ class KVCacheManager:
         take_last = min(room_in_last, num_frames) if last is not None else 0
         new_blocks = -(-(num_frames - take_last) // self.block_size)
         # the last block must be writable on the device: copy it if shared or offloaded
-        move_last = take_last > 0 and (need_cow or last.pool == "host")
+        move_last = last is not None and take_last > 0 and (need_cow or last.pool == "host")
         device_needed = new_blocks + (1 if move_last else 0)
         if not self._make_room(device_needed, exclude=session_id):
             return None
@@ -227,7 +235,7 @@ class KVCacheManager:
         if take_last > 0:
             assert last is not None
             if move_last:
-                (nid,) = dev.allocate(1) or ()
+                nid = _take_one(dev)
                 self.pending_ops.append(CopyOp(last.pool, last.block_id, "device", nid, last.num_filled, "cow"))
                 self.pools[last.pool].free([last.block_id])
                 last.pool, last.block_id = "device", nid
@@ -315,7 +323,7 @@ class KVCacheManager:
         for s in order:
             for b in s.table[: max(0, len(s.table) - self.hot_blocks)]:
                 if b.pool == "device" and b.num_filled > 0 and self.pools["device"].ref_cnt(b.block_id) == 1:
-                    (hid,) = host.allocate(1) or ()
+                    hid = _take_one(host)
                     self.pending_ops.append(CopyOp("device", b.block_id, "host", hid, b.num_filled, "offload"))
                     self.pools["device"].free([b.block_id])
                     b.pool, b.block_id = "host", hid

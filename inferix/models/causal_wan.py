@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn as nn
@@ -388,7 +389,7 @@ class CausalWanModel(nn.Module):
         ctx = self.condition_embedder.text_embedder(context.to(self.dtype))  # [B, L_txt, dim]
         ks, vs = [], []
         for block in self.blocks:
-            k, v = block.attn2.kv(ctx)
+            k, v = cast(WanBlock, block).attn2.kv(ctx)
             ks.append(k)
             vs.append(v)
         return CrossAttentionKV(ks, vs)

@@ -55,7 +55,7 @@ class UMT5TextEncoder:
         enc_dir = root / "text_encoder" if (root / "text_encoder").is_dir() else root
         tok_dir = root / "tokenizer" if (root / "tokenizer").is_dir() else root
         self.tokenizer = AutoTokenizer.from_pretrained(str(tok_dir))
-        self.model = UMT5EncoderModel.from_pretrained(str(enc_dir), dtype=dtype or torch.float32).to(device).eval()
+        self.model = UMT5EncoderModel.from_pretrained(str(enc_dir), dtype=dtype or torch.float32).to(device).eval()  # type: ignore[arg-type]  # transformers types .to oddly
         self.max_length = int(max_length)
         self.device = torch.device(device)
 

@@ -77,7 +77,7 @@ class TinyAECodec:
             ae = AutoencoderTiny(encoder_block_out_channels=(channels,) * levels,
                                  decoder_block_out_channels=(channels,) * levels, latent_channels=latent_channels,
                                  num_encoder_blocks=enc, num_decoder_blocks=dec)
-        return cls(ae.eval())
+        return cls(ae.eval())  # type: ignore[attr-defined]  # diffusers' ModelMixin hides nn.Module from mypy
 
     @classmethod
     def from_pretrained(cls, path: str | Path, device: str = "cpu") -> TinyAECodec:

@@ -64,12 +64,12 @@ def timesteps(preset: str | Sequence[float], shift: float | None = None) -> list
             raise ValueError(f"unknown sampler preset {preset!r}.{hint} Known presets: {', '.join(PRESETS)}")
         steps, preset_shift = PRESETS[preset]
         return shift_timesteps(steps, preset_shift if shift is None else shift)
-    steps = [float(t) for t in preset]
-    if not steps:
+    given = [float(t) for t in preset]
+    if not given:
         raise ValueError("timestep list is empty")
-    if any(b >= a for a, b in zip(steps, steps[1:], strict=False)):
-        raise ValueError(f"timesteps must be strictly descending, got {steps}")
-    return shift_timesteps(steps, 1.0 if shift is None else shift)
+    if any(b >= a for a, b in zip(given, given[1:], strict=False)):
+        raise ValueError(f"timesteps must be strictly descending, got {given}")
+    return shift_timesteps(given, 1.0 if shift is None else shift)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import queue
 import threading
@@ -53,7 +54,7 @@ class EngineLoop:
         self._cmds: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future]] = queue.Queue()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._subs: dict[str, Callable[[dict[str, Any], Any], None]] = {}
+        self._subs: dict[str, Callable[[dict[str, Any], Any], object]] = {}
         self._pending: dict[str, int] = {}  # blocks handed out and not yet taken by the client
         self._held: set[str] = set()  # sessions paused by back-pressure (not by the user)
         self._thread = threading.Thread(target=self._run, name="inferix-engine", daemon=True)
@@ -73,7 +74,7 @@ class EngineLoop:
         self._wake.set()
         return fut
 
-    def subscribe(self, session_id: str, callback: Callable[[dict[str, Any], Any], None]) -> None:
+    def subscribe(self, session_id: str, callback: Callable[[dict[str, Any], Any], object]) -> None:
         """Deliver ``(message, payload)`` of a session to ``callback`` (called on the engine thread)."""
         self._subs[session_id] = callback
         self._pending[session_id] = 0
@@ -245,7 +246,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
                 try:
                     if not isinstance(msg, dict):
                         raise ValueError("control messages must be JSON objects")
-                    await asyncio.wrap_future(loop.call(lambda m=msg: _control(engine, sid, m)))
+                    await asyncio.wrap_future(loop.call(functools.partial(_control, engine, sid, msg)))
                 except (ValueError, KeyError, TypeError) as e:
                     await websocket.send_json({"type": "error", "message": str(e)})
 

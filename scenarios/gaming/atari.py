@@ -176,7 +176,10 @@ class AtariGenerator(CaseGenerator):
         ale = ALEInterface()
         ale.setInt("random_seed", int(case.metadata["seed"]))
         ale.setFloat("repeat_action_probability", 0.0)
-        ale.loadROM(roms.get_rom_path(self.game))
+        rom = roms.get_rom_path(self.game)
+        if rom is None:
+            raise RuntimeError(f"ale-py ships no ROM for {self.game!r}; install ale-py>=0.9, which bundles the Atari ROMs")
+        ale.loadROM(rom)
         minimal = {a.name: a for a in ale.getMinimalActionSet()}
         skip = int(p["frame_skip"])
         warmup = ["NOOP"] * int(p["warmup"]) + list(p.get("warmup_moves", ()))
@@ -188,6 +191,8 @@ class AtariGenerator(CaseGenerator):
         for t in range(case.num_frames):
             chunk = case.chunk_at(t)
             action = chunk.action if chunk is not None and chunk.action else "NOOP"
+            if not isinstance(action, str):
+                raise ValueError(f"case {case.id}: Atari actions are names like 'LEFT', got {action!r} at frame {t}")
             for _ in range(skip):
                 ale.act(minimal[action])
             native[t] = ale.getScreenRGB()

@@ -288,6 +288,8 @@ class ArmGenerator(CaseGenerator):
             fingers_closed = float(meta["start_gripper"]) == 0.0
             self._reset_arm(pb, cid, robot, target, orn, 0.0 if fingers_closed else 0.04)
             h, w = case.resolution
+            if case.camera is None:
+                raise ValueError(f"case {case.id}: a robotics render needs the camera the generator attaches to the case")
             K = case.camera.K
             poses = case.camera.poses
             fov = float(meta["params"]["fov_deg"])

@@ -140,3 +140,11 @@ def test_bad_pipeline_inputs_are_clear(tiny_model):
         _run(tiny_model, text=[_ctx(0), _ctx(1)])
     with pytest.raises(ValueError, match="spatial patch"):
         _run(tiny_model, latent_hw=(7, 8))
+
+
+def test_recompute_mode_refuses_blocks_with_and_without_an_action(pix_model):
+    # The cached path fails such a call in the model ("pass action="); recompute must say so
+    # too, not die in torch.cat on a None.
+    actions = [torch.tensor([0]), None, torch.tensor([1])]
+    with pytest.raises(ValueError, match="an action for every block or for none"):
+        _run(pix_model, vae=IdentityCodec(2), action=actions, recompute=True)

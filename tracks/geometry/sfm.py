@@ -237,7 +237,7 @@ def _opencv_recover(frames: np.ndarray, idx: np.ndarray, *, K: np.ndarray | None
 
     S, H, W = frames.shape[:3]
     K = K if K is not None else default_K(H, W)
-    sift = cv2.SIFT_create(contrastThreshold=0.01)
+    sift = cv2.SIFT_create(contrastThreshold=0.01)  # type: ignore[attr-defined]  # missing from cv2 stubs
     kps, descs = [], []
     for i in range(S):
         gray = cv2.cvtColor(frames[i], cv2.COLOR_RGB2GRAY)
@@ -335,7 +335,7 @@ def motion_masks(frames: np.ndarray, *, threshold: float = 1.0 / 128, max_area: 
 
     S, H, W = frames.shape[:3]
     gray = [cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2GRAY) for f in frames]
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)  # type: ignore[attr-defined]  # missing from cv2 stubs
     yy, xx = np.mgrid[0:H, 0:W].astype(np.float32)
     grid = np.stack([xx.ravel(), yy.ravel()], 1)
     pick = np.random.default_rng(0).choice(len(grid), min(samples, len(grid)), replace=False)

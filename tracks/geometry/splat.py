@@ -106,9 +106,12 @@ def init_gaussians(points: np.ndarray, colors: np.ndarray, cfg: SplatConfig, rng
     }
 
 
-def render(params: dict[str, Any], viewmats: Any, Ks: Any, width: int, height: int, *, tile_size: int = 16,
+def render(params: Any, viewmats: Any, Ks: Any, width: int, height: int, *, tile_size: int = 16,
            background: Any = None) -> tuple[Any, Any, dict[str, Any]]:
-    """Render ``C`` views of the Gaussians: ``(rgb [C, H, W, 3], alpha [C, H, W, 1], info)``."""
+    """Render ``C`` views of the Gaussians: ``(rgb [C, H, W, 3], alpha [C, H, W, 1], info)``.
+
+    ``params`` maps means/quats/scales/opacities/colors to tensors (a dict or the fit's ``ParameterDict``).
+    """
     import torch
 
     from tracks.geometry.rasterizer import rasterize

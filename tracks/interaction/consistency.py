@@ -39,7 +39,7 @@ class ClipScorer:
         if not p.exists():
             raise FileNotFoundError(f"CLIP weights folder {p} does not exist; pass interaction.clip_path=<local CLIP dir>")
         self.torch = torch
-        self.model = CLIPModel.from_pretrained(str(p)).to(device).eval()
+        self.model = CLIPModel.from_pretrained(str(p)).to(device).eval()  # type: ignore[arg-type]  # transformers types .to oddly
         self.processor = CLIPProcessor.from_pretrained(str(p))
         self.device = device
 

@@ -47,7 +47,7 @@ class FlowEstimator:
     def __init__(self) -> None:
         import cv2
 
-        self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)
+        self._dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_FAST)  # type: ignore[attr-defined]  # missing from cv2 stubs
 
     def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Flow ``float32 [h, w, 2]`` (dx, dy in pixels) such that ``a[y, x] ≈ b[y + dy, x + dx]``."""

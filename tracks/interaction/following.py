@@ -158,15 +158,18 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     Raises:
         UnknownActionError: a chunk's action is not in the case's vocabulary.
     """
-    expected = [(c, expected_motion(c.action, case, c.num_frames)) for c in chunks]
-    expected = [(c, e) for c, e in expected if e is not None]
+    expected: list[tuple[Chunk, ExpectedMotion]] = []
+    for c in chunks:
+        e = expected_motion(c.action, case, c.num_frames)
+        if e is not None:
+            expected.append((c, e))
     gen_cache: dict[str, MotionSeries] = {}
     ref_cache: dict[str, MotionSeries] = {}
     out: list[ChunkFollowing] = []
     n_pairs = len(frames) - 1
     proj_gen = np.full(n_pairs, np.nan)
     proj_ref = np.full(n_pairs, np.nan)
-    has_ref = reference is not None and len(reference) == len(frames)
+    ref = reference if reference is not None and len(reference) == len(frames) else None
     for c, exp in expected:
         s = _series(frames, exp.target, case, gen_cache)
         sl = _pairs(c, n_pairs)
@@ -178,8 +181,8 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
         ok = _direction_ok(v, exp)
         expectation = "vocabulary"
         target_speed = exp.magnitude
-        if has_ref:
-            rs = _series(reference, exp.target, case, ref_cache)
+        if ref is not None:
+            rs = _series(ref, exp.target, case, ref_cache)
             v_ref = _mean_vec(rs, sl, exp.mode)
             p_ref = _projected(rs, exp)
             proj_ref[sl] = p_ref[sl]
@@ -200,7 +203,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
                                   expectation, mag_err, onset))
     report = FollowingReport(out, None, "none")
     moving = [c for c in out if c.mode != "none"]
-    if has_ref and np.isfinite(proj_ref).sum() >= 4:
+    if ref is not None and np.isfinite(proj_ref).sum() >= 4:
         # up to one chunk: a model that answers a whole chunk late shows the previous action's motion
         lag_max = max_lag if max_lag is not None else max(1, min(min(c.num_frames for c in chunks), n_pairs // 2))
         if not (np.abs(np.nan_to_num(proj_gen)) > TRANSLATE_FLOOR).any():

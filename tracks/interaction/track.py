@@ -151,10 +151,11 @@ class InteractionTrack(Track):
         rep = analyze_transitions(frames, [c.frame_start for c in chunks[1:]], feature_fn=feature_fn,
                                   threshold=float(ctx.option("interaction.seam_threshold", SEAM_THRESHOLD)))
         details["transitions"] = rep.to_dict()
-        if not rep.boundaries:
+        smoothness = rep.smoothness
+        if smoothness is None:
             reason = "; ".join(rep.skipped) or "no boundary could be analysed"
             return [spec[n].failed(reason) for n in names]
-        return [spec["transition_smoothness"].value(rep.smoothness, {"boundaries": len(rep.boundaries),
+        return [spec["transition_smoothness"].value(smoothness, {"boundaries": len(rep.boundaries),
                                                                      "signals": list(rep.signals)}),
                 spec["seam_rate"].value(len(rep.seam_indices) / len(rep.boundaries), {"seams": rep.seam_indices})]
 

@@ -106,13 +106,13 @@ def measure_drift(
                     logger.warning("learned signal %s failed: %s", name, e)
     out: dict[str, SignalDrift] = {}
     for name in signals:
-        vals = per_chunk[name]
-        if name in errors or len(vals) != len(bounds):
+        series = per_chunk[name]
+        if name in errors or len(series) != len(bounds):
             continue
-        if any(math.isnan(v) for v in vals):
-            errors[name] = f"signal {name} is NaN on chunks {[i for i, v in enumerate(vals) if math.isnan(v)]}"
+        if any(math.isnan(v) for v in series):
+            errors[name] = f"signal {name} is NaN on chunks {[i for i, v in enumerate(series) if math.isnan(v)]}"
             continue
-        out[name] = SignalDrift(name, vals, video_drift_error(vals, "linear"), video_drift_error(vals, "log"),
-                                normalized_vde(vals, "linear"), normalized_vde(vals, "log"),
+        out[name] = SignalDrift(name, series, video_drift_error(series, "linear"), video_drift_error(series, "log"),
+                                normalized_vde(series, "linear"), normalized_vde(series, "log"),
                                 "learned" if name in learned else "model-free")
     return DriftReport(out, num_chunks, bounds[-1][1], errors)

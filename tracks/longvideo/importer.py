@@ -120,10 +120,10 @@ def discover(root: Path) -> tuple[list[LVItem], list[str]]:
             add({"id": cap.stem, "captions": caps}, str(cap), root)
     if not items:
         for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-            cap = next((folder / n for n in CAPTION_FILES if (folder / n).exists()), None)
-            if cap is None:
+            caption_file = next((folder / n for n in CAPTION_FILES if (folder / n).exists()), None)
+            if caption_file is None:
                 continue
-            obj = json.loads(cap.read_text())
+            obj = json.loads(caption_file.read_text())
             d = obj if isinstance(obj, dict) and ("captions" in obj or "segments" in obj) else {"captions": obj}
             if isinstance(d.get("captions"), dict):
                 d = {"captions": d["captions"].get("chunks") or d["captions"].get("prompts") or []}
@@ -132,7 +132,7 @@ def discover(root: Path) -> tuple[list[LVItem], list[str]]:
                 v = _find_video(folder)
                 if v is not None:
                     d["video"] = str(v)
-            add(d, str(cap), folder)
+            add(d, str(caption_file), folder)
     return items, problems
 
 

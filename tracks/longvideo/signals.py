@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def _hsv_hist(rgb: np.ndarray) -> np.ndarray:
     return h / max(h.sum(), 1.0)
 
 
-def _first_prev_consistency(items: list, sim: Callable[[object, object], float]) -> float:
+def _first_prev_consistency(items: list, sim: Callable[[Any, Any], float]) -> float:
     """VBench-style consistency: mean over t >= 1 of (sim(x_t, x_0) + sim(x_t, x_{t-1})) / 2."""
     if len(items) < 2:
         return 1.0

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
+
+import numpy as np
 
 from tracks.longvideo.drift import measure_drift
 from tracks.longvideo.signals import SIGNALS
@@ -53,9 +56,9 @@ class LongVideoTrack(Track):
         metric_names = [f"vde_{s}" for s in signals]
         if video.num_frames < n:
             reason = f"video has {video.num_frames} frames, fewer than the {n} VDE chunks"
-            metrics = [spec[m].failed(reason) for m in [*metric_names, "nvde"]]
-            return TrackOutput(metrics, None, {"measured": 0, "requested": len(metrics)}, errors=[reason])
-        learned = {}
+            failed = [spec[m].failed(reason) for m in [*metric_names, "nvde"]]
+            return TrackOutput(failed, None, {"measured": 0, "requested": len(failed)}, errors=[reason])
+        learned: dict[str, Callable[[np.ndarray], float]] = {}
         errors: list[str] = []
         if any(ctx.option(f"longvideo.{k}") for k in ("clip_path", "dino_path", "aesthetic_head")):
             from tracks.longvideo.learned import build_learned_signals
