@@ -333,6 +333,11 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     bad = {k: v for k, v in acts.map.items() if v not in acts.vocabulary}
     if bad:
         raise ValueError(f"actions.map targets {bad} are not in actions.vocabulary {acts.vocabulary}")
+    bad_weights = {k: v for k, v in cfg.data.weights.items()
+                   if isinstance(v, bool) or not isinstance(v, int | float) or v < 0}
+    if bad_weights:
+        raise ValueError(f"data.weights values must be numbers >= 0, got {bad_weights}; a generator is one "
+                         "key with its dot (data.weights: {gaming.maze: 2.0}, or --set data.weights.gaming.maze=2)")
     if cfg.data.block_frames < 1 or cfg.data.blocks_per_clip < 1:
         raise ValueError("data.block_frames and data.blocks_per_clip must be >= 1")
     cfg.wan_config()  # raises on a bad model section
@@ -353,11 +358,17 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
 _PATH_KEYS = {"out_dir", "init_from", "data.roots", "codec.init_from"}
 
 
+# recipe mappings whose keys are names that may hold dots (generator ids such as ``gaming.maze``)
+_NAMED_MAPPINGS = (("data", "weights"), ("sampler", "content_grids"), ("actions", "map"))
+
+
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
     """Set ``section.key=VALUE`` overrides (VALUE parsed as YAML: ``train.steps=3000``,
     ``data.roots=[/data/train]``) on a raw recipe dict, in place. Relative paths in path keys
     (``out_dir``, ``init_from``, ``data.roots``, ``codec.init_from``) are taken from the working
-    directory. Unknown keys are caught by :func:`config_from_dict`.
+    directory. Unknown keys are caught by :func:`config_from_dict`. In a mapping keyed by content
+    names (``data.weights``, ``sampler.content_grids``, ``actions.map``) the rest of the key is one
+    name, dots included: ``data.weights.gaming.maze=2`` sets the weight of ``gaming.maze``.
 
     Raises:
         ValueError: an override without ``=`` or that nests under a non-mapping.
@@ -375,7 +386,11 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
         if key in _PATH_KEYS and value is not None:
             value = ([str(Path(v).expanduser().resolve()) for v in value] if isinstance(value, list)
                      else str(Path(str(value)).expanduser().resolve()))
-        *parents, leaf = key.split(".")
+        parts = key.split(".")
+        named = next((len(m) for m in _NAMED_MAPPINGS if tuple(parts[: len(m)]) == m and len(parts) > len(m)), 0)
+        if named:
+            parts = [*parts[:named], ".".join(parts[named:])]
+        *parents, leaf = parts
         node = raw
         for name in parents:
             node = node.setdefault(name, {})

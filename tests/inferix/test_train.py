@@ -595,6 +595,27 @@ def test_overrides_set_config_values_and_resolve_paths_from_the_working_director
         load_config(path, ["train.autocast=fp8"])
 
 
+def test_an_override_names_a_dotted_generator_key_as_one_weight_and_a_nested_weight_is_refused(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``--set data.weights.gaming.maze=0.5`` once made ``weights = {"gaming": {"maze": 0.5}}``: no
+    video matched the nested key, so the run trained on the old mix without a word (session 16)."""
+    import yaml
+
+    from inferix.train.config import load_config
+
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["data"]["weights"] = {"gaming.maze": 4.0, "robotics": 2.0}
+    path = tmp_path / "toy.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path, ["data.weights.gaming.maze=0.5", "sampler.content_grids.gaming.atari_pong=[96, 72]"])
+    assert cfg.data.weights == {"gaming.maze": 0.5, "robotics": 2.0}
+    assert cfg.sampler.content_grids == {"gaming.atari_pong": [96, 72]}
+    raw["data"]["weights"] = {"gaming": {"maze": 0.5}}
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="data.weights values must be numbers"):
+        load_config(path)
+
+
 def test_a_recipe_with_a_base_is_its_base_with_its_own_values_on_top(
         toy_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``base:``: mappings merge key by key, lists and scalars replace, and each file's relative
