@@ -123,11 +123,11 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
     parts.append("<h2>Cases</h2>")
     fmt = spec.get("video_format")
     if fmt and "yuv444p" in str(fmt):
-        # 4:4:4 keeps the colour of 1-2 px sprites for scoring, but not every browser decodes it
-        parts.append(f"<p class='not_applicable'>Generated videos are stored as they were scored ({html.escape(str(fmt))}); "
-                     "some browsers do not play 4:4:4 H.264. References are lossless RGB. "
-                     "<code>--option video.pix_fmt=yuv420p</code> writes playable files, but 4:2:0 erases the "
-                     "colour of sprites a pixel or two wide, so the scores change.</p>")
+        # 4:4:4 keeps the colour of 1-2 px sprites for scoring; Chromium shows it (tests/leaderboard/test_site.py)
+        parts.append(f"<p class='not_applicable'>Generated videos are stored as they were scored ({html.escape(str(fmt))}). "
+                     "Chrome and Chromium play 4:4:4 H.264; Safari may not. References are shown from 4:2:0 copies. "
+                     "<code>--option video.pix_fmt=yuv420p</code> writes files every browser plays, but 4:2:0 erases "
+                     "the colour of sprites a pixel or two wide, so the scores change.</p>")
     parts.append("<table><tr><th>case</th><th>scenario</th><th>scores</th><th>videos</th><th>metrics</th></tr>")
     by_case: dict[str, list[dict[str, Any]]] = {}
     for r in results:

@@ -39,11 +39,14 @@ def site(tmp_path_factory):
             if model == "reference":  # a run folder with videos, for the side-by-side view
                 import numpy as np
 
+                from worldolympiad.evaluator import video_storage
                 from worldolympiad.video import write_video
 
-                frames = np.zeros((4, 16, 16, 3), np.uint8)
-                write_video(run / "videos" / "g0__s0.mp4", frames, 4)
-                write_video(run / "references" / "g0.mp4", frames + 255, 4)
+                frames = np.zeros((8, 64, 64, 3), np.uint8)
+                frames[:, 30:34, 11:13] = (220, 40, 40)  # a 2-px sprite across two 4:2:0 chroma cells
+                pix_fmt, qp = video_storage({})  # stored as the evaluator stores generated videos (4:4:4)
+                write_video(run / "videos" / "g0__s0.mp4", frames, 4, pix_fmt=pix_fmt, qp=qp)
+                write_video(run / "references" / "g0.mp4", frames, 4)  # the evaluator's 4:2:0 copy
             store.add_run(run)
     app = build_app(db)
     port = _free_port()
@@ -149,6 +152,21 @@ def test_site_in_a_real_browser(site, tmp_path):
         page.get_by_role("tab", name="Model").click()
         choose("model", "reference")
         page.locator("#cases").get_by_text("r0").first.wait_for(timeout=30_000)
+        # A case row opens its videos side by side, and the browser decodes both: the generated one
+        # is H.264 4:4:4 (what the evaluator stores), the reference the evaluator's 4:2:0 copy.
+        page.locator("#cases").get_by_role("gridcell", name="g0", exact=True).first.click()
+        for elem in ("gen_video", "ref_video"):
+            page.wait_for_function(f"() => {{ const v = document.querySelector('#{elem} video');"
+                                   " return v && (v.readyState >= 2 || v.error); }", timeout=30_000)
+            state = page.evaluate(f"() => {{ const v = document.querySelector('#{elem} video');"
+                                  " return [v.readyState, v.videoWidth, v.error && v.error.message]; }")
+            assert state[0] >= 2 and state[1] == 64 and state[2] is None, (elem, state)
+        # ... and shows the 2-px sprite in its colour (the reason generated videos are stored 4:4:4)
+        sprite = page.evaluate("() => { const v = document.querySelector('#gen_video video');"
+                               " const c = document.createElement('canvas'); c.width = 64; c.height = 64;"
+                               " const g = c.getContext('2d'); g.drawImage(v, 0, 0);"
+                               " return Array.from(g.getImageData(11, 31, 2, 1).data); }")
+        assert all(abs(a - b) < 30 for a, b in zip(sprite[:3] + sprite[4:7], (220, 40, 40) * 2, strict=True)), sprite
         page.screenshot(path=str(SHOTS / "03_model_page.png"), full_page=True)
 
         # Submissions: an invalid one is rejected, a valid one accepted as self-reported.
