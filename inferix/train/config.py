@@ -356,10 +356,8 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
 # keys whose relative values an override gives against the working directory (the YAML's own
 # resolve against the folder of the file that names them)
 _PATH_KEYS = {"out_dir", "init_from", "data.roots", "codec.init_from"}
-
-
-# recipe mappings whose keys are names that may hold dots (generator ids such as ``gaming.maze``)
-_NAMED_MAPPINGS = (("data", "weights"), ("sampler", "content_grids"), ("actions", "map"))
+# section.key mappings whose own keys are names that may hold dots (generator ids such as ``gaming.maze``)
+_NAMED_MAPPINGS = {("data", "weights"), ("sampler", "content_grids"), ("actions", "map")}
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
@@ -387,9 +385,8 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
             value = ([str(Path(v).expanduser().resolve()) for v in value] if isinstance(value, list)
                      else str(Path(str(value)).expanduser().resolve()))
         parts = key.split(".")
-        named = next((len(m) for m in _NAMED_MAPPINGS if tuple(parts[: len(m)]) == m and len(parts) > len(m)), 0)
-        if named:
-            parts = [*parts[:named], ".".join(parts[named:])]
+        if len(parts) > 2 and tuple(parts[:2]) in _NAMED_MAPPINGS:
+            parts = [*parts[:2], ".".join(parts[2:])]
         *parents, leaf = parts
         node = raw
         for name in parents:
