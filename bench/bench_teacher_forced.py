@@ -17,10 +17,14 @@ Usage::
 
     worldolympiad scenarios render inferix/train/configs/reference_world_data /tmp/rw/train
     python bench/bench_teacher_forced.py /tmp/rw/train [--model-dir OUT/model] [--per-generator 2]
-        [--sigmas 1,0.2,0.05,0.01] [--config inferix/train/configs/reference_world_gpu2.yaml] [--json F]
+        [--against reference-world] [--sigmas 1,0.2,0.05,0.01]
+        [--config inferix/train/configs/reference_world_gpu2.yaml] [--json F]
 
-``--config`` supplies the data layout and action vocabulary (its ``data.roots`` is replaced by
-the folder). Prints numbers; asserts nothing.
+``--against M`` scores a second model on the same clips and noise and adds, per generator, its
+x0 error over the other's (``new / old`` below 1 = the candidate is better there) and their
+geometric mean over generators: the one-line verdict on a candidate before the 45-minute gaming
+bench. ``--config`` supplies the data layout and action vocabulary (its ``data.roots`` is
+replaced by the folder). Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -34,12 +38,43 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "inferix" / "train" / "configs" / "reference_world_gpu2.yaml"
+# below this copy error (grey levels) a clip's first block is still and x0 / copy means nothing
+# (thermal vaporization's 0.003 made a 4,000x ratio)
+MIN_COPY = 0.5
+
+
+def summarize(rows: list[dict], sigmas: tuple[float, ...]) -> dict[str, dict]:
+    """Per generator: mean ``copy`` and ``x0`` per sigma over its videos, ``x0 / copy``, and with
+    ``x0_against`` in the rows (``--against``) that model's means and ``new / old`` per sigma; an
+    ``"all"`` entry holds the geometric mean of ``new / old`` over the generators."""
+    by_gen: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_gen[r["generator"]].append(r)
+    out: dict[str, dict] = {}
+    for gen, rs in sorted(by_gen.items()):
+        copy = float(np.mean([r["copy"] for r in rs]))
+        x0 = {s: float(np.mean([r["x0"][s] for r in rs])) for s in sigmas}
+        entry: dict = {"videos": len(rs), "copy": copy, "x0": x0,
+                       "x0_over_copy": {s: x0[s] / copy if copy >= MIN_COPY else None for s in sigmas}}
+        if all("x0_against" in r for r in rs):
+            old = {s: float(np.mean([r["x0_against"][s] for r in rs])) for s in sigmas}
+            entry["x0_against"] = old
+            entry["new_over_old"] = {s: x0[s] / old[s] if old[s] > 0 else None for s in sigmas}
+        out[gen] = entry
+    ratios = [e["new_over_old"] for e in out.values() if "new_over_old" in e]
+    if ratios:
+        out["all"] = {"new_over_old": {s: float(np.exp(np.mean([np.log(r[s]) for r in ratios if r[s]])))
+                                       for s in sigmas}}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("render_dir", help="folder written by `worldolympiad scenarios render`")
     ap.add_argument("--model-dir", default=None, help="exported bundle (default: the shipped reference-world)")
+    ap.add_argument("--against", default=None,
+                    help="a second model (exported bundle or registry name) scored on the same clips: "
+                         "adds its error and new / old per generator")
     ap.add_argument("--config", default=str(DEFAULT_CONFIG), help="recipe for the data layout and actions")
     ap.add_argument("--per-generator", type=int, default=2, help="videos per generator (0 = all)")
     ap.add_argument("--sigmas", default="1,0.2,0.05,0.01")
@@ -53,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     from inferix.train.recipe import teacher_forced_error
 
     sigmas = tuple(float(s) for s in args.sigmas.split(","))
-    lm = load_model(args.model_dir or "reference-world")
+    name = args.model_dir or "reference-world"
+    lm = load_model(name)
     lm.model.eval()
+    against = load_model(args.against) if args.against else None
+    if against is not None:
+        against.model.eval()
     cfg = load_config(args.config, [f"data.roots=[{Path(args.render_dir).resolve()}]", "data.caption_dropout=0"])
     data = ClipDataset(cfg.data, cfg.actions, lambda hw: lm.pixel_hw(lm.latent_hw_for(hw)))
     seen: dict[str, int] = defaultdict(int)
@@ -64,24 +103,34 @@ def main(argv: list[str] | None = None) -> int:
             continue
         seen[v.content] += 1
         r = teacher_forced_error(lm, data.clip_at(i), cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
-        rows.append({"case": v.case_id, "generator": v.content, "copy": r["copy"][0],
-                     "x0": {s: r["x0"][s][0] for s in sigmas}})
-        print(f"{v.case_id:40s} copy {r['copy'][0]:5.1f}  "
-              + "  ".join(f"x0@{s:g} {r['x0'][s][0]:5.1f}" for s in sigmas), flush=True)
+        row = {"case": v.case_id, "generator": v.content, "copy": r["copy"][0],
+               "x0": {s: r["x0"][s][0] for s in sigmas}}
+        line = f"{v.case_id:40s} copy {r['copy'][0]:5.1f}  " + "  ".join(f"x0@{s:g} {r['x0'][s][0]:5.1f}" for s in sigmas)
+        if against is not None:  # the same clip and noise (seed)
+            ra = teacher_forced_error(against, data.clip_at(i), cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
+            row["x0_against"] = {s: ra["x0"][s][0] for s in sigmas}
+            line += "   against " + "  ".join(f"{ra['x0'][s][0]:5.1f}" for s in sigmas)
+        rows.append(row)
+        print(line, flush=True)
 
-    print(f"\nper generator (mean over its videos; x0 / copy > 1 = worse than repeating the frame), "
-          f"{args.model_dir or 'reference-world'}:")
-    by_gen: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_gen[r["generator"]].append(r)
-    for gen, rs in sorted(by_gen.items()):
-        copy = float(np.mean([r["copy"] for r in rs]))
-        x0 = {s: float(np.mean([r["x0"][s] for r in rs])) for s in sigmas}
-        ratio = "  ".join(f"{x0[s] / copy:5.2f}" if copy > 0 else "  n/a" for s in sigmas)
-        print(f"  {gen:26s} copy {copy:5.1f}  " + "  ".join(f"x0@{s:g} {x0[s]:5.1f}" for s in sigmas)
-              + f"   x0/copy {ratio}")
+    summary = summarize(rows, sigmas)
+    print(f"\nper generator (mean over its videos; x0 / copy > 1 = worse than repeating the frame), {name}"
+          + (f"; new / old against {args.against} (< 1 = {name} is better)" if against is not None else "") + ":")
+    for gen, e in summary.items():
+        if gen == "all":
+            continue
+        ratio = "  ".join(f"{e['x0_over_copy'][s]:5.2f}" if e["x0_over_copy"][s] is not None else "  n/a"
+                          for s in sigmas)
+        line = (f"  {gen:26s} copy {e['copy']:5.1f}  " + "  ".join(f"x0@{s:g} {e['x0'][s]:5.1f}" for s in sigmas)
+                + f"   x0/copy {ratio}")
+        if "new_over_old" in e:
+            line += "   new/old " + "  ".join(f"{e['new_over_old'][s]:5.2f}" for s in sigmas)
+        print(line)
+    if "all" in summary:
+        print("  geometric mean new/old over generators: "
+              + "  ".join(f"sigma {s:g} {summary['all']['new_over_old'][s]:.3f}" for s in sigmas))
     if args.json:
-        Path(args.json).write_text(json.dumps({"model": args.model_dir or "reference-world", "sigmas": sigmas,
+        Path(args.json).write_text(json.dumps({"model": name, "against": args.against, "sigmas": sigmas,
                                                "videos": rows}, indent=2))
     return 0
 

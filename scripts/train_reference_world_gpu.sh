@@ -10,7 +10,7 @@
 # carry=[".gpu_data"], timeout_s=560). Afterwards, on the workstation:
 #   cat <files_at>/model/*.part-* > MODEL/diffusion_pytorch_model.safetensors   (+ the .json files)
 #   python bench/bench_reference_world.py --model-dir MODEL --limit 24 --one-block
-# $OUT/teacher_forced.txt already holds bench/bench_teacher_forced.py for the new and the shipped weights.
+# $OUT/teacher_forced.txt already holds bench/bench_teacher_forced.py, the new weights against the shipped ones.
 #
 # Usage: train_reference_world_gpu.sh [BUDGET_S=420]
 # Environment: OUT (default /tmp/gpu_out), DATA (.gpu_data/train), DEVICE (cuda), PYTHON (python3),
@@ -72,12 +72,12 @@ for f in "$OUT/model/"*.safetensors; do
 done
 cp "$WORK/run/log.jsonl" "$OUT/log.jsonl"
 
-# 3. the teacher-forced check (bench/bench_teacher_forced.py), the new weights beside the shipped
-#    ones on the same videos; a failure here is logged and loses nothing above
-for M in "$WORK/run/model" inferix/weights/reference_world; do
-    # shellcheck disable=SC2086
-    $PY bench/bench_teacher_forced.py "$DATA" --model-dir "$M" --config $CFG >> "$OUT/teacher_forced.txt" 2>&1 \
-        || echo "teacher-forced check failed for $M (see teacher_forced.txt)"
-done
+# 3. the teacher-forced check (bench/bench_teacher_forced.py): the new weights against the shipped
+#    ones on the same clips and noise (new / old < 1 = better); a failure here is logged and loses
+#    nothing above
+# shellcheck disable=SC2086
+$PY bench/bench_teacher_forced.py "$DATA" --model-dir "$WORK/run/model" --against inferix/weights/reference_world \
+    --config $CFG --json "$OUT/teacher_forced.json" > "$OUT/teacher_forced.txt" 2>&1 \
+    || echo "teacher-forced check failed (see teacher_forced.txt)"
 grep -A 30 "^per generator" "$OUT/teacher_forced.txt" | tee -a "$OUT/train.log" || true
 tail -n 3 "$OUT/train.log"
