@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_reference_world.py"
+from .conftest import BENCH_DIR, load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_reference_world", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bench_reference_world")
 
 
 def test_paired_change_counts_only_chunks_that_flipped_on_cases_both_runs_scored(bench):
@@ -56,7 +51,7 @@ def test_compare_finds_the_trained_model_in_old_json_files_with_or_without_roles
 
 def test_the_shipped_models_record_is_a_comparable_24_case_run(bench):
     """bench/records/reference_world_gaming24.json is what `--compare` checks candidates against."""
-    record = json.loads((BENCH.parent / "records" / "reference_world_gaming24.json").read_text())
+    record = json.loads((BENCH_DIR / "records" / "reference_world_gaming24.json").read_text())
     per_case = bench._trained_per_case(record)
     assert len(per_case) == 24 and all(len(chunks) == 6 for chunks in per_case.values())
     games = {cid.split("-")[1] for cid in per_case}
