@@ -130,6 +130,15 @@ def test_score_prints_table_and_json(tmp_path, capsys):
     assert rows["crashing"]["status"] == "failed" and "boom" in rows["crashing"]["errors"][0]
     assert rows["nosuchtrack"]["status"] == "failed" and "unknown track" in rows["nosuchtrack"]["errors"][0]
     assert "counting" in table and "ok" in table
+    # --json - : only the JSON, so the output pipes into jq; --json FILE: the table here, the JSON there
+    args = ["score", str(tmp_path / "gen.mp4"), "--case", str(case), "--tracks", "counting", "--work-dir",
+            str(tmp_path / "w")]
+    assert cli.main([*args, "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["track"] == "counting"
+    assert cli.main([*args, "--json", str(tmp_path / "rows.json")]) == 0
+    out = capsys.readouterr().out
+    assert "counting" in out and "[" not in out
+    assert json.loads((tmp_path / "rows.json").read_text())[0]["status"] == "ok"
 
 
 def test_dispatchers_forward_argv_and_name_the_missing_provider(monkeypatch, capsys):

@@ -292,8 +292,16 @@ def cmd_score(args: argparse.Namespace) -> int:
         else:
             detail = "; ".join(r.errors)
         table.append((r.track, r.status, "-" if r.score is None else f"{r.score:.3f}", detail))
+    doc = json.dumps([r.to_dict() for r in rows], indent=2)
+    if args.json == "-":
+        print(doc)
+        return 0
     print(_table(table))
-    print(json.dumps([r.to_dict() for r in rows], indent=2))
+    if args.json:
+        Path(args.json).write_text(doc + "\n")
+        print(f"wrote {args.json}")
+    else:
+        print(doc)
     return 0
 
 
@@ -376,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     s.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument("--work-dir", help="folder for artifacts (default: a temp folder)")
+    s.add_argument("--json", metavar="FILE", help="write the track results as JSON to FILE and print only the "
+                   "table; '-' prints only the JSON (for jq). Default: the table, then the JSON")
     im = sub.add_parser("import", help="convert a public data layout into a suite file")
     im.add_argument("root", metavar="ROOT")
     im.add_argument("--layout", required=True, choices=["worldolympiad-damo", "lvbench"])
