@@ -32,7 +32,11 @@ logger = logging.getLogger(__name__)
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="tiny", help="named model (tiny) or a config name / local checkpoint")
+    from inferix.registry import MODELS
+
+    p.add_argument("--model", default="tiny",
+                   help=f"a named model ({', '.join(MODELS)}), a config name, an exported bundle folder "
+                        "(inferix train writes one) or a local checkpoint (default: tiny)")
     p.add_argument("--prompt", default="", help="text prompt")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
