@@ -2,7 +2,7 @@
 #   make demo    set up, then evaluate the embedded default model on the smoke suite
 #   make test    set up, then run the test suite (not gpu/slow)
 #   make lint    ruff + mypy
-#   make bench   the benchmarks in bench/ (print ratios; never fail on timing)
+#   make bench   a tour of the benchmarks in bench/ at quick sizes (print ratios; never fail on timing)
 
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
@@ -41,8 +41,20 @@ lint: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
 
+# A tour of bench/ at quick sizes (about half an hour on 2 cores); each script's --help has the full runs.
+BENCH := MUJOCO_GL=$${MUJOCO_GL:-egl} OMP_NUM_THREADS=1 $(PYTHON)
 bench: setup
-	@for f in bench/bench_*.py; do echo "== $$f"; MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) $$f || exit 1; done
+	$(BENCH) bench/bench_inferix.py --quick
+	$(BENCH) bench/bench_evaluator.py
+	$(BENCH) bench/bench_smoke_render.py
+	$(BENCH) bench/bench_scenarios_a.py
+	$(BENCH) bench/bench_physics.py --no-speed
+	$(BENCH) bench/bench_physics_coverage.py --suite smoke
+	$(BENCH) bench/bench_geometry.py validity
+	$(BENCH) bench/bench_interaction.py --quick
+	$(BENCH) bench/bench_reference_world.py --suite-dir runs/bench/gaming --limit 4 --models trained,repeat-first-frame --skip-fps
+	$(BENCH) -m worldolympiad scenarios render smoke runs/bench/smoke
+	$(BENCH) bench/bench_teacher_forced.py runs/bench/smoke
 
 # One thread: OpenMP threads spinning against each other made this 8x slower on a loaded 2-core box.
 lvbench-ci: setup
