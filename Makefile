@@ -41,7 +41,7 @@ lint: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
 
-# A tour of bench/ at quick sizes (about half an hour on 2 cores); each script's --help has the full runs.
+# A tour of bench/ at quick sizes (14 min on 2 cores, session 16); each script's --help has the full runs.
 BENCH := MUJOCO_GL=$${MUJOCO_GL:-egl} OMP_NUM_THREADS=1 $(PYTHON)
 bench: setup
 	$(BENCH) bench/bench_inferix.py --quick

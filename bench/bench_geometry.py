@@ -3,7 +3,7 @@
 Usage::
 
     OMP_NUM_THREADS=2 python bench/bench_geometry.py speed     [--frames 48] [--size 128] [--budget 600]
-    OMP_NUM_THREADS=2 python bench/bench_geometry.py validity  [--cases 3] [--size 64] [--frames 24] [--iters 30]
+    OMP_NUM_THREADS=2 python bench/bench_geometry.py validity  [--cases 3] [--size 64] [--frames 24] [--iters N]
     OMP_NUM_THREADS=2 python bench/bench_geometry.py all
 
 ``speed`` prints seconds per 48-frame 128 px video for SfM (pycolmap, known and estimated
@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=600.0, help="splat fit wall-time budget (s)")
     ap.add_argument("--log-every", type=float, default=30.0)
     ap.add_argument("--cases", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--iters", type=int, default=None,
+                    help="splat fit steps for validity (default: the track's own, geometry.splat_iterations)")
     ap.add_argument("--strengths", default="0.25,0.5,1.0")
     ap.add_argument("--perturbations", default=",".join(PERTURBS))
     a = ap.parse_args(argv)
@@ -218,7 +219,10 @@ def main(argv: list[str] | None = None) -> None:
     if a.what in ("speed", "all"):
         bench_speed(a.frames or 48, a.size or 128, a.budget, a.log_every)
     if a.what in ("validity", "all"):
-        bench_validity(a.cases, a.size or 64, a.frames or 24, a.iters, [float(s) for s in a.strengths.split(",")],
+        from tracks.geometry.track import track_spec
+
+        iters = a.iters if a.iters is not None else int(track_spec().options["splat_iterations"])
+        bench_validity(a.cases, a.size or 64, a.frames or 24, iters, [float(s) for s in a.strengths.split(",")],
                        tuple(a.perturbations.split(",")))
 
 
