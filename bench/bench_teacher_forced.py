@@ -102,12 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.per_generator and seen[v.content] >= args.per_generator:
             continue
         seen[v.content] += 1
-        r = teacher_forced_error(lm, data.clip_at(i), cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
+        clip = data.clip_at(i)
+        r = teacher_forced_error(lm, clip, cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
         row = {"case": v.case_id, "generator": v.content, "copy": r["copy"][0],
                "x0": {s: r["x0"][s][0] for s in sigmas}}
         line = f"{v.case_id:40s} copy {r['copy'][0]:5.1f}  " + "  ".join(f"x0@{s:g} {r['x0'][s][0]:5.1f}" for s in sigmas)
         if against is not None:  # the same clip and noise (seed)
-            ra = teacher_forced_error(against, data.clip_at(i), cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
+            ra = teacher_forced_error(against, clip, cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
             row["x0_against"] = {s: ra["x0"][s][0] for s in sigmas}
             line += "   against " + "  ".join(f"{ra['x0'][s][0]:5.1f}" for s in sigmas)
         rows.append(row)

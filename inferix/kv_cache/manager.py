@@ -106,12 +106,12 @@ class SessionKV:
     last_used: int = 0  # manager clock when last reserved (coldest session offloads first)
 
 
-def _take_one(pool: BlockPool) -> int:
-    """One block from ``pool``; the caller has made room, so an empty pool is a bookkeeping bug."""
-    ids = pool.allocate(1)
-    if not ids:
-        raise RuntimeError("KV block pool is full after room was made for this write")
-    return ids[0]
+def _take(pool: BlockPool, n: int) -> list[int]:
+    """``n`` blocks from ``pool``; every caller has checked for room first, so a short pool is a bookkeeping bug."""
+    ids = pool.allocate(n)
+    if ids is None:
+        raise RuntimeError(f"KV block pool {pool.name!r} has no {n} free blocks after the check for room")
+    return ids
 
 
 class KVCacheManager:
@@ -235,14 +235,13 @@ class KVCacheManager:
         if take_last > 0:
             assert last is not None
             if move_last:
-                nid = _take_one(dev)
+                (nid,) = _take(dev, 1)
                 self.pending_ops.append(CopyOp(last.pool, last.block_id, "device", nid, last.num_filled, "cow"))
                 self.pools[last.pool].free([last.block_id])
                 last.pool, last.block_id = "device", nid
             writes.append(SlotWrite(last.block_id, last.num_filled, 0, take_last))
             src = take_last
-        ids = dev.allocate(new_blocks)
-        assert ids is not None
+        ids = _take(dev, new_blocks)
         first = s.num_committed + src
         for bid in ids:
             count = min(self.block_size, num_frames - src)
@@ -323,7 +322,7 @@ class KVCacheManager:
         for s in order:
             for b in s.table[: max(0, len(s.table) - self.hot_blocks)]:
                 if b.pool == "device" and b.num_filled > 0 and self.pools["device"].ref_cnt(b.block_id) == 1:
-                    hid = _take_one(host)
+                    (hid,) = _take(host, 1)
                     self.pending_ops.append(CopyOp("device", b.block_id, "host", hid, b.num_filled, "offload"))
                     self.pools["device"].free([b.block_id])
                     b.pool, b.block_id = "host", hid
