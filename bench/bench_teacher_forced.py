@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if against is not None:
         against.model.eval()
     cfg = load_config(args.config, [f"data.roots=[{Path(args.render_dir).resolve()}]", "data.caption_dropout=0"])
-    data = ClipDataset(cfg.data, cfg.actions, lambda hw: lm.pixel_hw(lm.latent_hw_for(hw)))
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw, content: lm.pixel_hw(lm.latent_hw_for(hw, content)))
     seen: dict[str, int] = defaultdict(int)
     rows = []
     for i, v in enumerate(data.videos):

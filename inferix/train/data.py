@@ -8,7 +8,9 @@ Only the on-disk layout is used (``inferix`` imports none of the benchmark packa
     ROOT/videos/<id>.mp4       the reference video (decoded with PyAV)
 
 Each video is decoded once, resized (OpenCV area filter, as ``LoadedModel.encode_image`` does)
-to the pixel grid the engine will use for that case's resolution, and kept as uint8. A clip
+to the pixel grid the engine will use for that case's resolution and content (a bundle's
+``content_grids``: a 64 x 64 Atari render trains at the 96 x 72 grid the model serves it at), and
+kept as uint8. A clip
 is one clean prefix frame followed by ``blocks_per_clip`` blocks of ``block_frames`` frames::
 
     frames   [ p | b0 b0 | b1 b1 | b2 b2 | b3 b3 ]      p = clean prefix (the first frame / context)
@@ -168,7 +170,8 @@ class ClipDataset:
     Args:
         data: the ``data`` section of the recipe.
         actions: the ``actions`` section (vocabulary + map).
-        pixel_hw_for: case resolution ``(H, W)`` -> the pixel grid the engine uses for it.
+        pixel_hw_for: ``(case resolution (H, W), generator name)`` -> the pixel grid the engine
+            uses for that case (``lm.pixel_hw(lm.latent_hw_for(hw, content))``).
 
     Raises:
         ValueError: a chunk action that neither the vocabulary nor the map knows (the message
@@ -176,7 +179,7 @@ class ClipDataset:
     """
 
     def __init__(self, data: DataConfig, actions: ActionsConfig,
-                 pixel_hw_for: Callable[[tuple[int, int]], tuple[int, int]]) -> None:
+                 pixel_hw_for: Callable[[tuple[int, int], str | None], tuple[int, int]]) -> None:
         self.data = data
         self.vocab = list(actions.vocabulary)
         self.map = dict(actions.map)
@@ -219,7 +222,8 @@ class ClipDataset:
         name = self.map.get(name, name) if name not in self.vocab else name
         return self.vocab.index(name) if name in self.vocab else None
 
-    def _load(self, case: dict[str, Any], path: Path, pixel_hw_for: Callable[[tuple[int, int]], tuple[int, int]],
+    def _load(self, case: dict[str, Any], path: Path,
+              pixel_hw_for: Callable[[tuple[int, int], str | None], tuple[int, int]],
               unknown: dict[str, str]) -> VideoRecord | None:
         import cv2
 
@@ -231,7 +235,8 @@ class ClipDataset:
         if len(frames) < self.clip_frames:
             logger.warning("case %s: %d frames < clip length %d; skipped", case["id"], len(frames), self.clip_frames)
             return None
-        h, w = pixel_hw_for(tuple(case.get("resolution") or frames.shape[1:3]))
+        generator = str((case.get("metadata") or {}).get("generator", ""))
+        h, w = pixel_hw_for(tuple(case.get("resolution") or frames.shape[1:3]), generator or None)
         if frames.shape[1:3] != (h, w):
             frames = np.stack([cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA) for f in frames])
         t = len(frames)
@@ -245,7 +250,6 @@ class ClipDataset:
             s, e = int(ch["frame_start"]), min(int(ch["frame_end"]), t)
             ids[s:e] = a
             caps[s:e] = [str(ch.get("caption") or case.get("prompt", ""))] * max(0, e - s)
-        generator = str((case.get("metadata") or {}).get("generator", ""))
         return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps, generator=generator)
 
     def encode_latents(self, codec: Any, batch: int = 32, progress: bool = False) -> None:

@@ -340,7 +340,7 @@ class Trainer:
                 self.lm.model.proj_out.bias.zero_()
         self.lm.model.train()
         self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
-        self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw: self.lm.pixel_hw(self.lm.latent_hw_for(hw)))
+        self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw, content: self.lm.pixel_hw(self.lm.latent_hw_for(hw, content)))
         self.codec_info: dict[str, Any] | None = None
         if cfg.codec.type == "tiny_ae":
             if codec is None and not cfg.codec.init_from:

@@ -30,8 +30,9 @@ def _video(seed: int, actions: list[str], chunk: int) -> np.ndarray:
     return np.stack(frames)
 
 
-def write_rendered_folder(root: Path, n: int = 4) -> Path:
-    """A folder in the layout `worldolympiad scenarios render` writes (suite.json, cases/, videos/)."""
+def write_rendered_folder(root: Path, n: int = 4, generator: str | None = None) -> Path:
+    """A folder in the layout `worldolympiad scenarios render` writes (suite.json, cases/, videos/);
+    ``generator`` goes into each case's ``metadata`` as the scenario generators write it."""
     from inferix.streaming.mp4 import Mp4Writer
 
     (root / "cases").mkdir(parents=True)
@@ -47,6 +48,8 @@ def write_rendered_folder(root: Path, n: int = 4) -> Path:
                    "caption": f"the square moves {a.lower()}", "action": a} for k, a in enumerate(acts)]
         case = {"id": cid, "scenario": "gaming", "fps": 15, "num_frames": FRAMES, "resolution": [SIZE, SIZE],
                 "prompt": "a square", "chunks": chunks, "reference": f"../videos/{cid}.mp4"}
+        if generator:
+            case["metadata"] = {"generator": generator}
         (root / "cases" / f"{cid}.json").write_text(json.dumps(case))
         ids.append(f"cases/{cid}.json")
     (root / "suite.json").write_text(json.dumps({"name": "toy", "cases": ids}))
@@ -78,7 +81,7 @@ def test_dataset_reads_rendered_layout_with_block_actions(toy_root: Path, tmp_pa
     from inferix.train.data import ClipDataset
 
     cfg = toy_config(tmp_path, toy_root)
-    ds = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
     assert len(ds.videos) == 4 and ds.videos[0].frames.shape == (FRAMES, SIZE, SIZE, 3)
     # frame 4 opens chunk 1 of toy-0 (actions LEFT, RIGHT, NOOP, LEFT)
     assert ds.videos[0].action_ids[3] == cfg.actions.vocabulary.index("LEFT")
@@ -100,7 +103,7 @@ def test_unknown_action_names_the_config_fix(toy_root: Path, tmp_path: Path) -> 
 
     cfg = toy_config(tmp_path, toy_root)
     with pytest.raises(ValueError, match="NOOP.*actions.vocabulary or map"):
-        ClipDataset(cfg.data, ActionsConfig(vocabulary=["idle", "LEFT", "RIGHT"]), lambda hw: hw)
+        ClipDataset(cfg.data, ActionsConfig(vocabulary=["idle", "LEFT", "RIGHT"]), lambda hw, content: hw)
 
 
 def test_bad_config_keys_are_named(tmp_path: Path, toy_root: Path) -> None:
@@ -219,6 +222,25 @@ def test_content_grids_pick_the_grid_a_content_is_generated_at(toy_root: Path, t
         load_bundle(path)
 
 
+def test_training_clips_of_a_content_with_its_own_grid_are_at_that_grid(toy_root: Path, tmp_path: Path) -> None:
+    """The model trains each content at the grid it serves it at: a render of a generator listed in
+    ``sampler.content_grids`` (as a 64 x 64 Atari case is served at 96 x 72) is resized to that grid,
+    the way ``encode_image`` resizes a served first frame; other content keeps its nearest grid."""
+    from inferix.train.recipe import Trainer
+
+    listed = write_rendered_folder(tmp_path / "listed", n=2, generator="gaming.atari_pong")
+    cfg = toy_config(tmp_path, toy_root)
+    cfg.data.roots = [str(toy_root), str(listed)]
+    cfg.model["max_side"] = 96
+    cfg.sampler.content_grids = {"gaming.atari_pong": [48, 40]}
+    tr = Trainer(cfg)
+    grids = {v.case_id.split("-")[0] + ("/pong" if v.generator else ""): v.hw for v in tr.data.videos}
+    assert grids == {"toy": (SIZE, SIZE), "toy/pong": (48, 40)}
+    assert sorted(tr.data.groups) == [(SIZE, SIZE), (48, 40)]
+    served = tr.lm.pixel_hw(tr.lm.latent_hw_for((SIZE, SIZE), content="gaming.atari_pong"))
+    assert served == (48, 40)
+
+
 def test_cli_train_writes_checkpoint_samples_and_model(toy_root: Path, tmp_path: Path) -> None:
     import yaml
 
@@ -255,7 +277,7 @@ def test_motion_weight_and_context_noise_change_only_what_they_claim(toy_root: P
 
     cfg = toy_config(tmp_path, toy_root)
     lm = bundle_from_config(cfg)
-    ds = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
     clip = ds.sample(4, torch.Generator().manual_seed(0))
     text = torch.cat([lm.text_encoder(c) for c in clip.captions])
 
@@ -418,7 +440,7 @@ def test_sampling_weights_take_the_most_specific_key(toy_root: Path, tmp_path: P
     cfg = toy_config(tmp_path, root)
     cfg.data.weights = {"gaming.atari_pong": 8.0, "gaming": 3.0, "mechanics": 2.0, "physics": 5.0}
     with caplog.at_level(logging.WARNING, logger="inferix.train.data"):
-        data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+        data = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
     weights = {v.case_id: data._weight(i) / len(v.frames) for i, v in enumerate(data.videos)}
     # pong by its generator, the maze by its family, bounce by its family, the last by its scenario
     assert weights == {"toy-0": 8.0, "toy-1": 3.0, "toy-2": 2.0, "toy-3": 3.0}
@@ -528,7 +550,7 @@ def test_motion_crop_windows_hold_what_moves(toy_root: Path, tmp_path: Path) -> 
 
     cfg = toy_config(tmp_path, toy_root)
     cfg.data.crop = 16
-    data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
     clip = np.full((5, 64, 64, 3), 30, np.uint8)
     for t in range(5):  # a 2 x 2 sprite moving 3 px per frame along row 50
         clip[t, 50:52, 5 + 3 * t : 7 + 3 * t] = 230
@@ -743,7 +765,7 @@ def test_codec_stage_learns_to_reconstruct_the_moving_sprite(toy_root: Path, tmp
 
     cfg = ae_config(tmp_path, toy_root, codec_steps=200)
     codec = TinyAECodec.build(4, 8, 3, seed=0)
-    data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
     before = reconstruction_psnr(codec, data)
     info = train_codec(codec, data, cfg.codec, tmp_path / "out", progress=False)
     log = [json.loads(line) for line in (tmp_path / "out" / "codec_log.jsonl").read_text().splitlines()]
@@ -792,7 +814,7 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
 
     cfg = ae_config(tmp_path, toy_root)
     codec = TinyAECodec.build(4, 8, 3, seed=0)
-    data = ClipDataset(cfg.data, cfg.actions, lambda hw: hw)
+    data = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
     x = torch.from_numpy(data.videos[0].frames[:4]).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
     z = codec.encode(x)
     dec_before = codec.decode(z)
