@@ -140,7 +140,7 @@ def generate_blocks(
 
     import torch
 
-    from inferix.models.attention import ContiguousKVCache, FullAttention, block_causal_mask_from_sizes
+    from inferix.models.attention import BlockCausalAttention, ContiguousKVCache
     from inferix.models.causal_wan import CrossAttentionKV
     from inferix.models.vae import to_uint8
 
@@ -222,13 +222,12 @@ def generate_blocks(
             if len(given) != len(per_block):
                 raise ValueError("recompute mode needs an action for every block or for none")
             acts = torch.cat(given, 1)
-        mask = block_causal_mask_from_sizes([*sizes, fp], tokens_per_frame, device=device)
         positions = torch.arange(past + fp, device=device).expand(b, -1)
         anchors = None
         if anchor is not None:
             anchors = torch.cat([a.expand(-1, -1, z.shape[2], -1, -1)  # type: ignore[union-attr]
                                  for a, z in zip([*clean_anchors, anchor], [*clean, x], strict=True)], 2)
-        out = model(seq, ts, kv, FullAttention(mask), positions, acts, anchors)
+        out = model(seq, ts, kv, BlockCausalAttention([*sizes, fp], tokens_per_frame), positions, acts, anchors)
         return out[:, :, past * pt :]
 
     def commit_block(x0: torch.Tensor, kv: CrossAttentionKV, act: torch.Tensor | None, pos: torch.Tensor,

@@ -24,6 +24,9 @@ Backends here:
 * :class:`FullAttention` — no cache; all tokens of the call attend to each other,
   optionally through a mask (e.g. :func:`block_causal_mask`, the reference for the
   cached computation).
+* :class:`BlockCausalAttention` — no cache; the result of :class:`FullAttention` with
+  :func:`block_causal_mask_from_sizes`, computed block by block without a mask (training's
+  layout: the masked-out upper triangle is never computed).
 * :class:`ContiguousKVCache` — one session, ``torch.cat`` growth; the simplest cache,
   used by the equivalence tests and :func:`inferix.pipeline.generate_blocks`.
 
@@ -51,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "AttentionBackend",
+    "BlockCausalAttention",
     "ContiguousKVCache",
     "FullAttention",
     "RopeApplier",
@@ -346,6 +350,45 @@ class FullAttention:
                 raise ValueError(f"FullAttention mask {tuple(mask.shape)} does not fit {q.shape[1]} tokens")
             mask = mask.to(q.device)
         return attend(rope.apply(q), rope.apply(k), v, mask)
+
+
+class BlockCausalAttention:
+    """No cache: :class:`FullAttention` under :func:`block_causal_mask_from_sizes`, block by block.
+
+    Each block's queries attend, unmasked, to the keys of every token up to the end of their own
+    block, so a sequence of ``K`` equal blocks computes about ``(K + 1) / 2K`` of the masked score
+    matrix (0.63 for training's 1-frame prefix + 3 two-frame blocks) and each call can use the
+    unmasked (flash) kernels. Equal to the masked computation up to float rounding, gradients included
+    (``tests/inferix/test_attention.py``); ``bench/bench_inferix.py attention`` times the two.
+
+    Args:
+        block_sizes: latent frames of each block, in order (after temporal patching).
+        tokens_per_frame: tokens per latent frame.
+    """
+
+    def __init__(self, block_sizes: list[int], tokens_per_frame: int) -> None:
+        if not block_sizes or min(block_sizes) <= 0 or tokens_per_frame <= 0:
+            raise ValueError(f"block_sizes and tokens_per_frame must be positive, got {block_sizes}, "
+                             f"{tokens_per_frame}")
+        self.ends: list[int] = []
+        total = 0
+        for n in block_sizes:
+            total += n * tokens_per_frame
+            self.ends.append(total)
+
+    def self_attention(
+        self, layer_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: RopeApplier
+    ) -> torch.Tensor:
+        import torch
+
+        if q.shape[1] != self.ends[-1] or k.shape[1] != self.ends[-1]:
+            raise ValueError(f"BlockCausalAttention covers {self.ends[-1]} tokens, the call has {q.shape[1]}")
+        q, k = rope.apply(q), rope.apply(k)
+        outs, start = [], 0
+        for end in self.ends:
+            outs.append(attend(q[:, start:end], k[:, :end], v[:, :end]))
+            start = end
+        return torch.cat(outs, 1)
 
 
 class ContiguousKVCache:

@@ -25,8 +25,8 @@ whole grid); ``data.crop_motion`` centres most of them on what changes, so a 2-p
 left to the few uniform windows that happen to hold it. ``train.lr_decay: cosine`` ends a stage at
 a small step size.
 
-The model, the block-causal mask (``block_causal_mask_from_sizes``, the one the pipeline's
-recompute mode uses), the codec, the text embedding and, in the eval hook, the generation loop
+The model, the block-causal attention (``BlockCausalAttention``: the masked attention of the
+pipeline's recompute mode, computed block by block), the codec, the text embedding and, in the eval hook, the generation loop
 (``inferix.pipeline.generate_blocks`` with the KV cache and the few-step sampler) are the
 engine's own — training and serving share every line of model code.
 
@@ -131,7 +131,7 @@ def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any,
     model sees it; the prefix is its own anchor), as generation feeds the last frame it committed."""
     import torch
 
-    from inferix.models.attention import FullAttention, block_causal_mask_from_sizes
+    from inferix.models.attention import BlockCausalAttention
 
     device = x_t.device
     b, _, f, h, w = x_t.shape
@@ -142,8 +142,8 @@ def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any,
         anchor = seen[:, :, idx]
     pos = (torch.arange(f, device=device) + offset).expand(b, f)
     ph, pw = model.config.patch_size[1:]
-    mask = block_causal_mask_from_sizes([1] + [block_frames] * blocks, (h // ph) * (w // pw), device=device)
-    return model(x_t, sig_f.to(device) * 1000.0, text.to(device), FullAttention(mask), pos, actions.to(device), anchor)
+    backend = BlockCausalAttention([1] + [block_frames] * blocks, (h // ph) * (w // pw))
+    return model(x_t, sig_f.to(device) * 1000.0, text.to(device), backend, pos, actions.to(device), anchor)
 
 
 def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: Any = None,

@@ -74,3 +74,24 @@ def test_contiguous_cache_equals_block_causal_full_attention():
         outs.append(cache.self_attention(0, q[:, sl], k[:, sl], v[:, sl], rope))
     torch.testing.assert_close(torch.cat(outs, 1), ref, atol=1e-5, rtol=1e-5)
     assert cache.num_frames() == frames
+
+
+def test_block_causal_attention_equals_the_masked_reference_with_its_gradients():
+    """Training's backend (block by block, no mask) computes what the masked full attention does,
+    for unequal blocks (a 1-frame prefix, then 2-frame blocks), and back-propagates the same."""
+    from inferix.models.attention import BlockCausalAttention, block_causal_mask_from_sizes
+
+    torch.manual_seed(0)
+    b, heads, d, sizes, grid = 2, 2, 12, [1, 2, 2, 2], (2, 3)
+    s, frames = grid[0] * grid[1], sum(sizes)
+    q, k, v = (torch.randn(b, frames * s, heads, d, requires_grad=True) for _ in range(3))
+    rope = RopeApplier(d, grid, torch.arange(frames).expand(b, frames))
+    ref = FullAttention(block_causal_mask_from_sizes(sizes, s)).self_attention(0, q, k, v, rope)
+    ref_grads = torch.autograd.grad((ref * ref.detach().sin()).sum(), (q, k, v))
+    out = BlockCausalAttention(sizes, s).self_attention(0, q, k, v, rope)
+    grads = torch.autograd.grad((out * out.detach().sin()).sum(), (q, k, v))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    for g, r in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(g, r, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="covers 42 tokens, the call has 36"):
+        BlockCausalAttention(sizes, s).self_attention(0, q[:, :36], k[:, :36], v[:, :36], rope)
