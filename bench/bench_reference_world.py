@@ -21,12 +21,15 @@
 Usage::
 
     python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--games G,G] [--model-dir DIR]
-        [--skip-fps] [--one-block] [--json out.json] [--strips DIR] [--compare OLD.json]
+        [--option KEY=VALUE] [--skip-fps] [--one-block] [--json out.json] [--strips DIR] [--compare OLD.json]
 
 ``--compare`` reads an earlier run's ``--json`` and prints, game by game, the chunks the trained
 model now gets right that it got wrong then and the reverse, on the cases both runs scored, with
 the exact two-sided McNemar p-value of those discordant chunks (a paired test: the same cases,
 the same actions; e.g. a fine-tuned checkpoint's ``--model-dir`` run against the shipped weights').
+
+``--option KEY=VALUE`` gives the trained model a bridge option (``evaluate-model --option
+model.KEY=VALUE``), e.g. ``dtype=bfloat16`` or ``action_guidance=1``; the JSON records them.
 
 ``--suite-dir`` is a folder written by ``worldolympiad scenarios render gaming DIR`` (rendered
 there when missing). ``--model-dir`` evaluates an exported bundle (``inferix:DIR``) instead of
@@ -132,7 +135,7 @@ class _CodecReference(_DownsampledReference):
         return Video(frames=up, fps=case.fps, chunks=case.chunks)
 
 
-def _model(spec: str) -> Any:
+def _model(spec: str, **options: Any) -> Any:
     from worldolympiad.models.base import build_model
     from worldolympiad.registry import UnknownNameError
 
@@ -141,7 +144,7 @@ def _model(spec: str) -> Any:
     if spec.startswith("reference@") and spec.endswith("px"):
         return _DownsampledReference(int(spec[len("reference@"):-2]))
     try:
-        return build_model(spec)
+        return build_model(spec, **options)
     except UnknownNameError:
         if spec == "repeat-first-frame":  # until the registry entry lands
             from worldolympiad.models.baselines import RepeatFirstFrameModel
@@ -163,14 +166,17 @@ def save_strip(path: Path, frames: np.ndarray, reference: np.ndarray, n: int = 1
     Image.fromarray(np.concatenate([rows[0], sep, rows[1]], 0)).save(path)
 
 
-def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None = None) -> dict[str, Any]:
+def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None = None,
+                       options: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """Per model spec: direction accuracy over ``cases`` in all, per game, per action and chunk by
+    chunk; ``options`` gives a spec its model options (``--option`` for the trained model)."""
     from tracks.interaction.following import analyze_following
     from worldolympiad.video.io import read_video
 
     out: dict[str, Any] = {}
     refs = {c.id: read_video(c.resolve(c.reference)).frames for c in cases}
     for spec in specs:
-        model = _model(spec)
+        model = _model(spec, **(options or {}).get(spec, {}))
         ok: list[bool] = []
         per_game: dict[str, list[bool]] = defaultdict(list)
         per_action: dict[str, list[bool]] = defaultdict(list)
@@ -349,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="trained,random,repeat-first-frame,reference,ceiling,codec_ceiling",
                     help="comma list; 'ceiling' = the reference squeezed through the model's generation size; "
                          "'codec_ceiling' = also through its codec (encode -> decode): the score of a perfect DiT")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="model option of the trained model, as evaluate-model's model.KEY=VALUE "
+                         "(repeatable; e.g. dtype=bfloat16, action_guidance=1)")
     ap.add_argument("--skip-fps", action="store_true")
     ap.add_argument("--one-block", action="store_true",
                     help="also score one block from a clean reference frame per chunk (change error vs copying)")
@@ -366,14 +375,19 @@ def main(argv: list[str] | None = None) -> int:
     trained = f"inferix:{args.model_dir}" if args.model_dir else "inferix:reference-world"
     from inferix.registry import load_model
 
-    side = load_model(args.model_dir or "reference-world").max_side or 0
+    side = getattr(load_model(args.model_dir or "reference-world"), "max_side", None) or 0
     names = {"trained": trained, "random": "inferix:reference-world-random", "ceiling": f"reference@{side}px",
              "codec_ceiling": f"reference@codec:{args.model_dir or 'reference-world'}"}
     specs = [names.get(s, s) for s in args.models.split(",") if s]
     cases = _cases(Path(args.suite_dir), args.limit, args.games.split(",") if args.games else None)
     print(f"gaming: {len(cases)} cases ({', '.join(sorted({_game(c) for c in cases}))})", flush=True)
-    results: dict[str, Any] = {"cases": len(cases), "roles": {"trained": trained}, "direction": direction_accuracy(
-        specs, cases, Path(args.strips) if args.strips else None)}
+    bad = [o for o in args.option if "=" not in o]
+    if bad:
+        ap.error(f"--option takes KEY=VALUE, got {bad}")
+    options = dict(o.split("=", 1) for o in args.option)
+    results: dict[str, Any] = {"cases": len(cases), "roles": {"trained": trained}, "options": options,
+                               "direction": direction_accuracy(specs, cases, Path(args.strips) if args.strips else None,
+                                                               {trained: options})}
     if old_per_case is not None:
         change = paired_change(old_per_case, results["direction"][trained]["per_case"],
                                {c.id: _game(c) for c in cases})

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    from inferix.registry import MODELS
+    from inferix.registry import DTYPES, MODELS
 
     p.add_argument("--model", default="tiny",
                    help=f"a named model ({', '.join(MODELS)}), a config name, an exported bundle folder "
@@ -40,6 +40,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", default="", help="text prompt")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
+    p.add_argument("--dtype", default=None, choices=DTYPES,
+                   help="the DiT's (and KV cache's) dtype (default: as stored, float32): bfloat16 is faster on "
+                        "a GPU and on a CPU with bf16 matrix units (lscpu | grep amx), with rounding differences")
     p.add_argument("--policy", default=None,
                    help="KV policy: full | rolling:W | sink:S:W (latent frames of past context), "
                         "optionally @absolute|@reindex (default: the model's own, else rolling:9)")
@@ -64,7 +67,7 @@ def _load(args: argparse.Namespace) -> Any:
     from inferix.registry import load_model
 
     options = {k: v for k, v in (("text_encoder", args.text_encoder), ("vae", args.vae)) if v}
-    return load_model(args.model, device=args.device, **options)
+    return load_model(args.model, device=args.device, dtype=args.dtype, **options)
 
 
 def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions: int = 1, max_batch: int = 1) -> Any:

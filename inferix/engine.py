@@ -306,7 +306,7 @@ class Engine:
             s.anchor = latents[:, :, -1:]
         from inferix.models.vae import to_uint8
 
-        s.prefix_frames = to_uint8(s.decoder.decode(latents))[0].cpu().numpy()
+        s.prefix_frames = to_uint8(s.decoder.decode(latents.float()))[0].cpu().numpy()  # the codec's dtype, not the DiT's
 
     def pause(self, session_id: str) -> None:
         """Stop scheduling a session (its KV cache stays)."""
@@ -572,7 +572,7 @@ class Engine:
         t0 = time.perf_counter()
         from inferix.models.vae import to_uint8
 
-        frames = to_uint8(s.decoder.decode(s.x))[0].cpu().numpy()  # [T, H, W, 3]
+        frames = to_uint8(s.decoder.decode(s.x.float()))[0].cpu().numpy()  # [T, H, W, 3]
         if s.prefix_frames is not None:
             frames, s.prefix_frames = np.concatenate([s.prefix_frames, frames]), None
         s.timings["decode"] = time.perf_counter() - t0

@@ -293,12 +293,32 @@ def model_fingerprint(name_or_path: str) -> str | None:
     return h.hexdigest()[:12]
 
 
-def load_model(name_or_path: str, device: str = "cpu", **options: Any) -> LoadedModel:
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def load_model(name_or_path: str, device: str = "cpu", dtype: str | None = None, **options: Any) -> LoadedModel:
     """Resolve a model name (``tiny``) or anything ``inferix.models.build_model`` accepts.
 
+    ``dtype`` (one of :data:`DTYPES`; default: as stored, float32 for every model here) casts the
+    DiT, and with it the engine's latents and KV cache; the codec keeps its own. ``bfloat16`` is the
+    fast choice on a GPU and on a CPU with bf16 matrix units (``lscpu | grep amx``: the reference
+    model generated 1.7x faster at one thread in session 17); the numbers it gives differ from
+    float32 by rounding.
+
     Raises:
-        ValueError: unknown name / unusable path (the message lists the named models).
+        ValueError: unknown name / unusable path (the message lists the named models), unknown dtype.
     """
+    if dtype not in (None, "") and dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    loaded = _resolve_model(name_or_path, device, **options)
+    if dtype:
+        import torch
+
+        loaded.model.to(getattr(torch, dtype))
+    return loaded
+
+
+def _resolve_model(name_or_path: str, device: str, **options: Any) -> LoadedModel:
     if name_or_path in MODELS:
         return MODELS[name_or_path](device=device, **options)
     from inferix.train.bundle import is_bundle, load_bundle

@@ -384,3 +384,27 @@ def test_previous_frame_model_in_the_engine_matches_the_pipeline_batched_and_for
     for sid in (a, b):
         torch.testing.assert_close(torch.cat([o.latents for o in eng.pop_outputs(sid)], 1)[:, -3:], a200[:, -3:],
                                    atol=1e-5, rtol=0)
+
+
+def test_a_bfloat16_model_keeps_its_kv_cache_in_bf16_and_generates_the_float32_frames_up_to_rounding():
+    """``load_model(..., dtype="bfloat16")`` (``inferix generate --dtype``, the bridge's ``model.dtype``)
+    runs the DiT, the latents and the KV cache in bf16 (half the cache bytes) and decodes through the
+    float32 codec; an image-conditioned video then stays within rounding of the float32 one."""
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[:, :8] = 200
+    runs = {}
+    for dtype in ("float32", "bfloat16"):
+        lm = load_model("tiny", dtype=dtype)
+        assert lm.model.dtype == getattr(torch, dtype)
+        eng = _engine(lm, policy="full")
+        outs = list(eng.stream("a red ball", num_blocks=3, seed=3, action="forward",
+                               image_latents=lm.encode_image(img, HW)))
+        runs[dtype] = (np.concatenate([o.frames for o in outs]).astype(int), eng.storage.bytes_per_block(),
+                       eng.storage.k["device"][0].dtype)
+    (f32, bytes32, k32), (bf16, bytes16, k16) = runs["float32"], runs["bfloat16"]
+    assert (k32, k16) == (torch.float32, torch.bfloat16) and bytes16 * 2 == bytes32
+    assert f32.shape == bf16.shape
+    assert np.abs(f32[0] - bf16[0]).max() <= 1  # the image frame: decoded from the same latents
+    assert np.abs(f32 - bf16).mean() < 2.0  # grey levels: rounding, not another video
+    with pytest.raises(ValueError, match="dtype must be one of float32, bfloat16, float16, got 'float64'"):
+        load_model("tiny", dtype="float64")

@@ -84,6 +84,19 @@ def test_unknown_model_name_is_a_model_error():
         build_model("inferix:nosuch").generate(_case())
 
 
+def test_the_dtype_option_reaches_the_model_and_a_bad_one_is_a_model_error():
+    m = build_model("inferix:tiny", steps="1", dtype="bfloat16")
+    try:
+        assert "dtype" not in m.ignored_options
+        video = m.generate(_case(num_frames=8), seed=0)
+        assert str(m.loaded.model.dtype) == "torch.bfloat16" and video.frames.shape == (8, 16, 16, 3)
+    finally:
+        m.close()
+    bad = build_model("inferix:tiny", dtype="double")
+    with pytest.raises(ModelError, match="dtype must be one of float32, bfloat16, float16, got 'double'"):
+        bad.generate(_case(num_frames=8), seed=0)
+
+
 def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(model, monkeypatch):
     lm = model.loaded
     monkeypatch.setattr(lm, "cache_policy", "rolling:3")
