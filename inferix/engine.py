@@ -86,6 +86,13 @@ class EngineConfig:
         guidance_drops_caption: the unguided pass also drops the caption (the empty prompt,
             which caption dropout trained), so the guidance extrapolates from "idle action, no
             caption" towards "this action, this caption": text and action guided jointly.
+        context_timestep: timestep in [0, 1000) at which each generated block's keys/values are
+            committed: the finished block is noised to it (fresh noise from the session's
+            generator) and passed at that timestep, so later blocks attend to it as slightly
+            uncertain context (Diffusion Forcing, Chen et al. 2024, "stabilizing autoregressive
+            generation": a model trained with per-block noise levels has seen such context).
+            The clean block is still what is decoded and what the next block is anchored on;
+            conditioning frames (``image_latents``) stay clean. 0 = clean context (Self-Forcing).
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -103,6 +110,7 @@ class EngineConfig:
     action_guidance: float = 1.0
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
+    context_timestep: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
@@ -111,6 +119,8 @@ class EngineConfig:
             raise ValueError(f"block_frames must be >= 1, got {self.block_frames}")
         if not 0.0 <= self.action_guidance_rescale <= 1.0:
             raise ValueError(f"action_guidance_rescale must be in [0, 1], got {self.action_guidance_rescale}")
+        if not 0.0 <= self.context_timestep < 1000.0:
+            raise ValueError(f"context_timestep must be in [0, 1000), got {self.context_timestep}")
 
     @property
     def kv_block(self) -> int:
@@ -191,6 +201,7 @@ class Session:
     first_frame_s: float | None = None
     prefix_frames: Any = None  # decoded conditioning frames, emitted with block 0
     anchor: Any = None  # [1, C, 1, h, w] last clean latent frame (models conditioned on the previous frame)
+    commit_x: Any = None  # the finished block as committed (noised to context_timestep); None = s.x
 
     @property
     def id(self) -> str:
@@ -483,8 +494,10 @@ class Engine:
         from inferix.models.causal_wan import CrossAttentionKV
 
         sess = [self.sessions[r.session_id] for r in rows]
-        latents = torch.cat([s.x for s in sess])  # [B, C, F, h, w]
-        t = torch.tensor([0.0 if r.commit else self.config.timesteps[r.step] for r in rows], device=self.device)
+        latents = torch.cat([s.commit_x if r.commit and s.commit_x is not None else s.x
+                             for r, s in zip(rows, sess, strict=True)])  # [B, C, F, h, w]
+        t = torch.tensor([self.config.context_timestep if r.commit else self.config.timesteps[r.step] for r in rows],
+                         device=self.device)
         ctx = CrossAttentionKV.cat([s.context for s in sess]) if len(sess) > 1 else sess[0].context
         actions = [s.action_tensor for s in sess]
         action = None
@@ -562,11 +575,16 @@ class Engine:
                 s.x = (1.0 - sigma) * x0 + sigma * noise
             else:
                 s.x = x0
+                sigma = self.config.context_timestep / 1000.0
+                if sigma > 0:  # drawn once here, so a row-by-row retry commits the same latents
+                    noise = torch.randn(s.x.shape, generator=s.generator).to(s.x)
+                    s.commit_x = (1.0 - sigma) * x0 + sigma * noise
             s.slot.step += 1
             return None
         # the clean pass wrote this block's keys/values: make them visible, evict by policy
         s.timings["cache_update"] += seconds
         self.kv.commit(s.id, self.config.block_frames)
+        s.commit_x = None
         if self.model.config.conditions_on_previous_frame:
             s.anchor = s.x[:, :, -1:]
         t0 = time.perf_counter()

@@ -124,6 +124,8 @@ class LoadedModel:
         action_guidance_rescale: its guidance rescale phi (``EngineConfig.action_guidance_rescale``).
         guidance_drops_caption: its guidance is joint over caption and action
             (``EngineConfig.guidance_drops_caption``).
+        context_timestep: the timestep it commits generated blocks to the KV cache at
+            (``EngineConfig.context_timestep``; 0 = clean context).
     """
 
     name: str
@@ -140,6 +142,7 @@ class LoadedModel:
     action_guidance: float | None = None
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
+    context_timestep: float = 0.0
 
     DEFAULT_POLICY = "rolling:9"
 
@@ -153,11 +156,12 @@ class LoadedModel:
 
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
-                      guidance_drops_caption: bool | None = None, **options: Any) -> Any:
+                      guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
+                      **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
-        sampler (the first ``steps`` timesteps), KV policy, action guidance, its rescale and whether
-        it is joint over the caption, each overridable (``None`` = the model's own); ``options``
-        are the other engine settings (``max_frames``...)."""
+        sampler (the first ``steps`` timesteps), KV policy, action guidance, its rescale, whether
+        it is joint over the caption and the context timestep, each overridable (``None`` = the
+        model's own); ``options`` are the other engine settings (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 
@@ -168,7 +172,9 @@ class LoadedModel:
                             action_guidance_rescale=(self.action_guidance_rescale if action_guidance_rescale is None
                                                      else action_guidance_rescale),
                             guidance_drops_caption=(self.guidance_drops_caption if guidance_drops_caption is None
-                                                    else guidance_drops_caption), **options)
+                                                    else guidance_drops_caption),
+                            context_timestep=(self.context_timestep if context_timestep is None
+                                              else float(context_timestep)), **options)
 
     @property
     def pixel_scale(self) -> int:

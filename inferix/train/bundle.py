@@ -154,6 +154,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> Bundle
         action_guidance=info["sampler"].get("action_guidance"),
         action_guidance_rescale=float(info["sampler"].get("action_guidance_rescale") or 0.0),
         guidance_drops_caption=bool(info["sampler"].get("guidance_drops_caption", False)),
+        context_timestep=float(info["sampler"].get("context_timestep") or 0.0),
     )
 
 
@@ -171,7 +172,8 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
         "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift,
                     "action_guidance": cfg.sampler.action_guidance,
                     "action_guidance_rescale": cfg.sampler.action_guidance_rescale,
-                    "guidance_drops_caption": cfg.sampler.guidance_drops_caption},
+                    "guidance_drops_caption": cfg.sampler.guidance_drops_caption,
+                    "context_timestep": cfg.sampler.context_timestep},
         "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels
         "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,

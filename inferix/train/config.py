@@ -103,7 +103,8 @@ class SamplerConfig:
     length seen in training; ``None`` = the engine default) and its classifier-free action guidance
     (``EngineConfig.action_guidance``; ``None`` = off) with its rescale phi
     (``EngineConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
-    (``EngineConfig.guidance_drops_caption``). ``content_grids`` (``{generator or family: [H, W]}``)
+    (``EngineConfig.guidance_drops_caption``), and the timestep generated blocks are committed
+    to the KV cache at (``EngineConfig.context_timestep``; 0 = clean). ``content_grids`` (``{generator or family: [H, W]}``)
     names contents the model generates at one pixel grid whatever size is asked (the caller
     resizes): a game screen that a suite renders at another size is then drawn at the scale the
     model was trained on (:class:`inferix.train.bundle.BundleModel`)."""
@@ -114,6 +115,7 @@ class SamplerConfig:
     action_guidance: float | None = None
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
+    context_timestep: float = 0.0
     content_grids: dict[str, list[int]] = field(default_factory=dict)
 
 

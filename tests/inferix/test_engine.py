@@ -265,6 +265,60 @@ def test_action_guidance_extrapolates_from_the_idle_action_and_leaves_the_cache_
     torch.testing.assert_close(g1, b1_2, atol=1e-5, rtol=0)
 
 
+class _Spy:
+    """The model, recording the latents and timesteps of every forward."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def __call__(self, x, t, *args, **kwargs):
+        self.calls.append((x.detach().clone(), t.detach().clone()))
+        return self.model(x, t, *args, **kwargs)
+
+
+def _with_context_timestep(tiny, ctx_t, batch_with=None):
+    spy = _Spy(tiny.model)
+    cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("full"),
+                       max_batch=4, context_timestep=ctx_t)
+    eng = Engine(spy, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+    sid = eng.add_session("a red ball", num_blocks=3, seed=4, action="left")
+    if batch_with:
+        eng.add_session(batch_with, num_blocks=3, seed=9, action="right")
+    eng.run()
+    return [o.latents for o in eng.pop_outputs(sid)], spy.calls
+
+
+def test_context_timestep_commits_each_block_noised_to_it_and_decodes_the_clean_block(tiny):
+    """context_timestep = 100: each finished block enters the KV cache through a pass at t = 100 on
+    0.9 x0 + 0.1 noise (unit-variance noise), while the block handed out (decoded, anchored on) is
+    the clean x0. Block 0 is unchanged (nothing noisy is in its context yet), later blocks attend to
+    the noisy keys and change; the commit noise is the session's own, so a batched session gets the
+    same latents as alone. At 0 the commit pass is the clean block at t = 0."""
+    assert EngineConfig().context_timestep == 0.0
+    clean, calls0 = _with_context_timestep(tiny, 0.0)
+    commits0 = [(x, t) for x, t in calls0 if float(t[0]) == 0.0]
+    assert len(commits0) == 3
+    for (x, _), block in zip(commits0, clean, strict=True):
+        torch.testing.assert_close(x[0], block, atol=0, rtol=0)
+
+    noisy, calls = _with_context_timestep(tiny, 100.0)
+    commits = [(x, t) for x, t in calls if float(t[0]) == 100.0]
+    assert len(commits) == 3 and not any(float(t[0]) == 0.0 for _, t in calls)
+    for (x, _), block in zip(commits, noisy, strict=True):
+        noise = (x[0] - 0.9 * block) / 0.1
+        assert 0.9 < float(noise.std()) < 1.1 and abs(float(noise.mean())) < 0.1
+    torch.testing.assert_close(noisy[0], clean[0], atol=0, rtol=0)
+    assert float((noisy[1] - clean[1]).abs().max()) > 1e-3
+    batched, _ = _with_context_timestep(tiny, 100.0, batch_with="a city")
+    for a, b in zip(batched, noisy, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="context_timestep"):
+        EngineConfig(context_timestep=1000.0)
+
+
 def test_joint_guidance_extrapolates_from_no_caption_and_the_idle_action(tiny):
     """guidance_drops_caption: the unguided pass is (idle, ""), so a session already at (idle, "")
     is unchanged by any g, while a captioned one moves away from action-only guidance."""

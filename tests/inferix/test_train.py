@@ -222,6 +222,22 @@ def test_content_grids_pick_the_grid_a_content_is_generated_at(toy_root: Path, t
         load_bundle(path)
 
 
+def test_a_bundles_context_timestep_is_exported_and_served(toy_root: Path, tmp_path: Path) -> None:
+    """``sampler.context_timestep`` reaches bundle.json and the engine config the bundle serves with;
+    a bundle written before the key existed serves clean context (0)."""
+    from inferix.train.bundle import load_bundle
+    from inferix.train.recipe import Trainer
+
+    cfg = toy_config(tmp_path, toy_root)
+    cfg.sampler.context_timestep = 50.0
+    path = Trainer(cfg).export()
+    assert load_bundle(path).engine_config((8, 8)).context_timestep == 50.0
+    info = json.loads((path / "bundle.json").read_text())
+    del info["sampler"]["context_timestep"]
+    (path / "bundle.json").write_text(json.dumps(info))
+    assert load_bundle(path).engine_config((8, 8)).context_timestep == 0.0
+
+
 def test_training_clips_of_a_content_with_its_own_grid_are_at_that_grid(toy_root: Path, tmp_path: Path) -> None:
     """The model trains each content at the grid it serves it at: a render of a generator listed in
     ``sampler.content_grids`` (as a 64 x 64 Atari case is served at 96 x 72) is resized to that grid,

@@ -125,6 +125,17 @@ def test_engine_serves_the_models_own_guidance_settings_unless_options_override(
     m2.close()
 
 
+def test_engine_serves_the_models_own_context_timestep_unless_an_option_overrides_it(model, monkeypatch):
+    lm = model.loaded
+    assert model._engine(lm.latent_hw, 8).config.context_timestep == 0.0  # clean context by default
+    monkeypatch.setattr(lm, "context_timestep", 50.0)
+    assert model._engine(lm.latent_hw, 8).config.context_timestep == 50.0  # the model's own
+    m2 = build_model("inferix:tiny", steps="1", context_timestep="100")
+    monkeypatch.setattr(m2.loaded, "context_timestep", 50.0)
+    assert m2._engine(lm.latent_hw, 8).config.context_timestep == 100.0  # an explicit option wins
+    m2.close()
+
+
 def test_new_weights_behind_the_same_spec_start_a_new_run_instead_of_resuming(tmp_path):
     """The run hash covers the weights of an ``inferix:`` model: editing the bundle gives another run
     directory (a resumed run would otherwise serve the old weights' rows); docs do not count."""

@@ -35,6 +35,8 @@ Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...
 ``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own),
 ``action_guidance_rescale`` (its rescale phi in [0, 1], 0 = off; default: the model's own),
 ``guidance_drops_caption`` (``true``: guidance joint over caption and action; default: the model's own),
+``context_timestep`` (generated blocks enter the KV cache noised to this timestep in [0, 1000); 0 =
+clean; default: the model's own),
 ``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``, ``size``,
 ``dtype`` (``bfloat16``: the DiT and its KV cache in bf16, faster on a GPU and on a CPU with bf16
 matrix units; scores differ from the default float32 by rounding).
@@ -104,6 +106,8 @@ class InferixModel(WorldModel):
         self.action_guidance_rescale = float(rescale) if rescale not in (None, "") else None
         drops = options.pop("guidance_drops_caption", None)
         self.guidance_drops_caption = _bool(drops) if drops not in (None, "") else None
+        ctx_t = options.pop("context_timestep", None)
+        self.context_timestep = float(ctx_t) if ctx_t not in (None, "") else None  # None: the model's own
         policy = options.pop("policy", None)
         self.policy = str(policy) if policy not in (None, "") else None  # None: the model's own (see LoadedModel.policy)
         steps = options.pop("steps", None)
@@ -137,7 +141,8 @@ class InferixModel(WorldModel):
         lm = self.loaded
         cfg = lm.engine_config(latent_hw, steps=self.steps, policy=self.policy, action_guidance=self.action_guidance,
                                action_guidance_rescale=self.action_guidance_rescale,
-                               guidance_drops_caption=self.guidance_drops_caption, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
+                               guidance_drops_caption=self.guidance_drops_caption,
+                               context_timestep=self.context_timestep, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
