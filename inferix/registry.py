@@ -174,7 +174,7 @@ class LoadedModel:
                             guidance_drops_caption=(self.guidance_drops_caption if guidance_drops_caption is None
                                                     else guidance_drops_caption),
                             context_timestep=(self.context_timestep if context_timestep is None
-                                              else float(context_timestep)), **options)
+                                              else context_timestep), **options)
 
     @property
     def pixel_scale(self) -> int:

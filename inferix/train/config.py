@@ -104,8 +104,8 @@ class SamplerConfig:
     (``EngineConfig.action_guidance``; ``None`` = off) with its rescale phi
     (``EngineConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
     (``EngineConfig.guidance_drops_caption``), and the timestep generated blocks are committed
-    to the KV cache at (``EngineConfig.context_timestep``; 0 = clean). ``content_grids`` (``{generator or family: [H, W]}``)
-    names contents the model generates at one pixel grid whatever size is asked (the caller
+    to the KV cache at (``EngineConfig.context_timestep``; 0 = clean). ``content_grids``
+    (``{generator or family: [H, W]}``) names contents the model generates at one pixel grid whatever size is asked (the caller
     resizes): a game screen that a suite renders at another size is then drawn at the scale the
     model was trained on (:class:`inferix.train.bundle.BundleModel`)."""
 

@@ -45,7 +45,7 @@ matrix units; scores differ from the default float32 by rounding).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,6 +58,12 @@ logger = logging.getLogger(__name__)
 
 def _bool(v: Any) -> bool:
     return v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
+
+
+def _pop_optional(options: dict[str, Any], key: str, cast: Callable[[Any], Any]) -> Any:
+    """``cast(options.pop(key))``, or ``None`` when the option is absent or empty."""
+    value = options.pop(key, None)
+    return None if value in (None, "") else cast(value)
 
 
 def _parse_hw(v: Any) -> tuple[int, int] | None:
@@ -99,19 +105,13 @@ class InferixModel(WorldModel):
         from worldolympiad.evaluator import resolve_device
 
         self.device = resolve_device(str(options.pop("device", "cpu") or "cpu"))
-        guidance = options.pop("action_guidance", None)
-        # None: the model's own (bundle.json sampler.action_guidance), else off
-        self.action_guidance = float(guidance) if guidance not in (None, "") else None
-        rescale = options.pop("action_guidance_rescale", None)
-        self.action_guidance_rescale = float(rescale) if rescale not in (None, "") else None
-        drops = options.pop("guidance_drops_caption", None)
-        self.guidance_drops_caption = _bool(drops) if drops not in (None, "") else None
-        ctx_t = options.pop("context_timestep", None)
-        self.context_timestep = float(ctx_t) if ctx_t not in (None, "") else None  # None: the model's own
-        policy = options.pop("policy", None)
-        self.policy = str(policy) if policy not in (None, "") else None  # None: the model's own (see LoadedModel.policy)
-        steps = options.pop("steps", None)
-        self.steps = int(steps) if steps not in (None, "") else None
+        # serving settings: None = the model's own (bundle.json's sampler section, LoadedModel.policy...)
+        self.action_guidance = _pop_optional(options, "action_guidance", float)
+        self.action_guidance_rescale = _pop_optional(options, "action_guidance_rescale", float)
+        self.guidance_drops_caption = _pop_optional(options, "guidance_drops_caption", _bool)
+        self.context_timestep = _pop_optional(options, "context_timestep", float)
+        self.policy = _pop_optional(options, "policy", str)
+        self.steps = _pop_optional(options, "steps", int)
         self.unknown_action = str(options.pop("unknown_action", "error"))
         if self.unknown_action not in ("error", "default"):
             raise ValueError(f"unknown_action must be 'error' or 'default', got {self.unknown_action!r}")
