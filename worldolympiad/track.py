@@ -43,8 +43,9 @@ class EvalContext:
 
     seed: int = 0
     device: str = "cpu"
-    # Defaults for direct use (tests, notebooks): a fresh temp folder, never the cwd.
-    work_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="wo-track-")))
+    # Defaults for direct use (tests, notebooks): a fresh temp folder, never the cwd, removed with
+    # the context (pass a work_dir to keep a track's artifacts past it).
+    work_dir: Path = None  # type: ignore[assignment]  # set in __post_init__
     cache_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "worldolympiad-cache")
     judge_spec: str = "none"
     options: dict[str, Any] = field(default_factory=dict)
@@ -53,6 +54,13 @@ class EvalContext:
     _reference: Video | None = field(default=None, repr=False)
     _reference_loaded: bool = field(default=False, repr=False)
     _judge: Any = field(default=None, repr=False)
+    _own_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.work_dir is None:
+            # a TemporaryDirectory deletes itself when collected or at exit: direct use leaves nothing in /tmp
+            self._own_dir = tempfile.TemporaryDirectory(prefix="wo-track-")
+            self.work_dir = Path(self._own_dir.name)
 
     def reference(self) -> Video | None:
         """The case's reference video, or ``None`` when the case has none."""

@@ -407,3 +407,31 @@ def test_generated_videos_are_encoded_deterministically_and_a_still_video_stays_
     still = read_video(write_video(tmp_path / "still.mp4", np.repeat(frames[:1], 24, 0), 15.0, qp=18,
                                    pix_fmt="yuv444p")).frames
     assert all(np.array_equal(f, still[0]) for f in still)
+
+
+def test_eval_context_default_work_dir_is_private_and_removed_with_the_context() -> None:
+    """Direct use (tests, notebooks, benches) once left one ``wo-track-*`` folder per context in /tmp."""
+    import gc
+
+    from worldolympiad.track import EvalContext
+
+    a, b = EvalContext(), EvalContext()
+    assert a.work_dir.is_dir() and a.work_dir != b.work_dir and a.work_dir != Path.cwd()
+    (a.work_dir / "interaction.json").write_text("{}")
+    folder = a.work_dir
+    del a
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_eval_context_keeps_a_given_work_dir(tmp_path: Path) -> None:
+    import gc
+
+    from worldolympiad.track import EvalContext
+
+    ctx = EvalContext(work_dir=tmp_path / "w")
+    ctx.work_dir.mkdir()
+    (ctx.work_dir / "drift.json").write_text("{}")
+    del ctx
+    gc.collect()
+    assert (tmp_path / "w" / "drift.json").is_file()
