@@ -54,7 +54,7 @@ class EvalContext:
     _reference: Video | None = field(default=None, repr=False)
     _reference_loaded: bool = field(default=False, repr=False)
     _judge: Any = field(default=None, repr=False)
-    _own_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False, compare=False)
+    _own_dir: tempfile.TemporaryDirectory[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.work_dir is None:
