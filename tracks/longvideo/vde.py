@@ -13,8 +13,12 @@ depends on ``N`` (it is not normalised). Note that with log weights the last chu
 ``w_N = ln 1 = 0`` and does not count — that is the published formula, kept as is.
 
 :func:`normalized_vde` is our bounded companion in ``[0, 1]``: the same weights, the
-symmetric relative difference ``|m_i - m_1| / (|m_i| + |m_1|)`` (in ``[0, 1]``, defined when
-``m_1 = 0``) and division by the weight sum, so it does not grow with ``N``.
+symmetric relative difference ``|m_i - m_1| / (|m_i| + |m_1|)`` (in ``[0, 1]``) and division by
+the weight sum, so it does not grow with ``N``. Where the published VDE is infinite (``m_1 = 0``:
+a signal absent from the first chunk, such as the dynamic degree of a still video) it is at its
+maximum, 1, so the two never rank a video differently at that edge. Until track version 2 it gave
+a signal that stays at zero no drift, and a still image scored a perfect long-video score, above
+the simulator's own videos.
 """
 
 from __future__ import annotations
@@ -66,8 +70,9 @@ def video_drift_error(values: Sequence[float], weighting: Weighting = "linear") 
 def normalized_vde(values: Sequence[float], weighting: Weighting = "linear") -> float:
     """Bounded drift in ``[0, 1]`` (0 = no drift): weighted mean symmetric relative deviation.
 
-    ``sum_i w_i * |m_i - m_1| / (|m_i| + |m_1|) / sum_i w_i``; a pair of zeros counts as no
-    deviation. ``0.0`` when fewer than two chunks (or all weights are zero).
+    ``sum_i w_i * |m_i - m_1| / (|m_i| + |m_1|) / sum_i w_i``. ``0.0`` when fewer than two chunks
+    (or all weights are zero), as :func:`video_drift_error`; ``1.0`` when ``m_1 == 0``, where
+    :func:`video_drift_error` is infinite (a still video's dynamic degree is 0 in every chunk).
     """
     m = np.asarray(values, dtype=np.float64)
     if np.isnan(m).any():
@@ -78,9 +83,9 @@ def normalized_vde(values: Sequence[float], weighting: Weighting = "linear") -> 
     w = vde_weights(n, weighting)
     if w.sum() <= 0:
         return 0.0
-    num = np.abs(m[1:] - m[0])
-    den = np.abs(m[1:]) + abs(m[0])
-    rel = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    if m[0] == 0:
+        return 1.0
+    rel = np.abs(m[1:] - m[0]) / (np.abs(m[1:]) + abs(m[0]))
     return float(np.sum(w * rel) / np.sum(w))
 
 

@@ -125,3 +125,27 @@ def test_library_drift_perturbations_raise_normalized_vde_monotonically(drift_vi
         nvde = [measure_drift(fn(video, case, s, np.random.default_rng(0), None).frames).nvde for s in strengths]
         assert spearmanr(strengths, nvde).statistic >= 0.9 - 1e-9, (name, nvde)
         assert nvde[-1] > nvde[0], (name, nvde)
+
+
+def test_every_reference_scores_above_a_still_image_of_its_first_frame(drift_videos, tmp_path):
+    """The library's ``frozen`` control at strength 1 holds frame 0 for the whole video. Its quality
+    signals never change, but it has no dynamics at all: the published VDE of its dynamic degree is
+    infinite, so it may not outscore a real video (track v1 gave it 1.0, above every simulator
+    reference of the smoke suite)."""
+    from tracks.longvideo import LongVideoTrack
+    from worldolympiad.registries import PERTURBATIONS
+
+    track = LongVideoTrack()
+    frozen = PERTURBATIONS.get("frozen")
+    for name, (frames, fps) in drift_videos.items():
+        case = _case(len(frames))
+        video = Video(frames, fps, chunks=case.chunks)
+        still = Video(frozen(video, case, 1.0, np.random.default_rng(0), None).frames, fps, chunks=case.chunks)
+        assert (still.frames == frames[0]).all()
+        ref = track.evaluate(video, case, EvalContext(work_dir=tmp_path / name / "ref"))
+        held = track.evaluate(still, case, EvalContext(work_dir=tmp_path / name / "still"))
+        dynamic = next(m for m in held.metrics if m.name == "vde_dynamic")
+        assert math.isinf(dynamic.raw), name
+        # five signals with no drift at all and the dynamic degree at its maximum
+        assert held.score == pytest.approx(5 / 6), name
+        assert ref.score > held.score, (name, ref.score, held.score)

@@ -63,7 +63,7 @@ def test_unknown_weighting_is_rejected():
 def test_normalized_vde_hand_value_and_bounds():
     # m = [2, 3, 1, 2]: symmetric deviations 1/5, 1/3, 0 with linear weights 3, 2, 1 (sum 6).
     assert normalized_vde([2.0, 3.0, 1.0, 2.0]) == pytest.approx((3 * 0.2 + 2 / 3) / 6)
-    # bounded and finite when m_1 = 0, and maximal when everything later is zero vs non-zero start.
+    # bounded and maximal when m_1 = 0, and maximal when everything later is zero vs non-zero start.
     assert normalized_vde([0.0, 1.0, 1.0]) == pytest.approx(1.0)
     assert normalized_vde([1.0, 0.0, 0.0]) == pytest.approx(1.0)
     assert 0.0 <= normalized_vde([1.0, 100.0, 0.01, 7.0], "log") <= 1.0
@@ -74,3 +74,14 @@ def test_chunk_bounds_drop_the_remainder():
     assert b[0] == (0, 10) and b[-1] == (90, 100) and len(b) == 10
     with pytest.raises(ValueError, match="only 7 frames"):
         chunk_bounds(7, 10)
+
+
+def test_a_signal_that_is_zero_from_the_first_chunk_drifts_maximally_as_vde_is_infinite():
+    """A still video's dynamic degree is 0 in every chunk: the published VDE is infinite there, and the
+    bounded companion must agree (track v1 counted the pair of zeros as no drift, so a still image got a
+    perfect long-video score, above the simulator's own videos)."""
+    still = [0.0] * 10
+    assert math.isinf(video_drift_error(still)) and math.isinf(video_drift_error(still, "log"))
+    assert normalized_vde(still) == 1.0 and normalized_vde(still, "log") == 1.0
+    # a tiny but real first-chunk signal is an ordinary ratio again
+    assert normalized_vde([1e-6] * 10) == 0.0
