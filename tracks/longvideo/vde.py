@@ -16,7 +16,9 @@ depends on ``N`` (it is not normalised). Note that with log weights the last chu
 symmetric relative difference ``|m_i - m_1| / (|m_i| + |m_1|)`` (in ``[0, 1]``) and division by
 the weight sum, so it does not grow with ``N``. Where the published VDE is infinite (``m_1 = 0``:
 a signal absent from the first chunk, such as the dynamic degree of a still video) it is at its
-maximum, 1, so the two never rank a video differently at that edge. Until track version 2 it gave
+maximum, 1, so the two agree at that edge (for weights that are not all zero: with log weights and
+``N = 2`` the only weight is ``ln 1 = 0`` and both formulas give 0 there, unless ``m_1 = 0``, where VDE
+is still ``inf``). Until track version 2 it gave
 a signal that stays at zero no drift, and a still image scored a perfect long-video score, above
 the simulator's own videos.
 """
@@ -70,8 +72,8 @@ def video_drift_error(values: Sequence[float], weighting: Weighting = "linear") 
 def normalized_vde(values: Sequence[float], weighting: Weighting = "linear") -> float:
     """Bounded drift in ``[0, 1]`` (0 = no drift): weighted mean symmetric relative deviation.
 
-    ``sum_i w_i * |m_i - m_1| / (|m_i| + |m_1|) / sum_i w_i``. ``0.0`` when fewer than two chunks
-    (or all weights are zero), as :func:`video_drift_error`; ``1.0`` when ``m_1 == 0``, where
+    ``sum_i w_i * |m_i - m_1| / (|m_i| + |m_1|) / sum_i w_i``. ``0.0`` when fewer than two chunks or
+    when all weights are zero (checked first); otherwise ``1.0`` when ``m_1 == 0``, where
     :func:`video_drift_error` is infinite (a still video's dynamic degree is 0 in every chunk).
     """
     m = np.asarray(values, dtype=np.float64)
