@@ -60,6 +60,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="commit each generated block to the KV cache noised to this timestep in [0, 1000), so later "
                         "blocks treat it as slightly uncertain (Diffusion Forcing); 0 = clean (default: the "
                         "model's own, else 0)")
+    p.add_argument("--anchor-level", type=float, default=None,
+                   help="for a model with an anchor-level input: the noise std it is told its anchors and "
+                        "context carry; 0 = exact, so still content is copied (default: the model's own, else 0)")
     p.add_argument("--height", type=int, default=None, help="output height in pixels (default: the model's)")
     p.add_argument("--width", type=int, default=None, help="output width in pixels")
     p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
@@ -84,7 +87,8 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
     cfg = loaded.engine_config(latent_hw, steps=args.steps, policy=args.policy, action_guidance=args.action_guidance,
                                action_guidance_rescale=args.guidance_rescale,
                                guidance_drops_caption=args.guidance_drops_caption,
-                               context_timestep=args.context_timestep, num_host_blocks=args.host_blocks,
+                               context_timestep=args.context_timestep, anchor_level=args.anchor_level,
+                               num_host_blocks=args.host_blocks,
                                max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames,
                                device=args.device)
     return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)

@@ -93,6 +93,10 @@ class EngineConfig:
             generation": a model trained with per-block noise levels has seen such context).
             The clean block is still what is decoded and what the next block is anchored on;
             conditioning frames (``image_latents``) stay clean. 0 = clean context (Self-Forcing).
+        anchor_level: for a model with an anchor-level input (``WanConfig.anchor_level``): the
+            noise std it is told its anchors and clean context carry, on every pass. 0 (the
+            default) says they are exact, so it copies what stands still; a small value asks it
+            to restore its own generated context a little, as it learnt on noised context.
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -111,6 +115,7 @@ class EngineConfig:
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
     context_timestep: float = 0.0
+    anchor_level: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
@@ -121,6 +126,8 @@ class EngineConfig:
             raise ValueError(f"action_guidance_rescale must be in [0, 1], got {self.action_guidance_rescale}")
         if not 0.0 <= self.context_timestep < 1000.0:
             raise ValueError(f"context_timestep must be in [0, 1000), got {self.context_timestep}")
+        if not 0.0 <= self.anchor_level < 1.0:
+            raise ValueError(f"anchor_level is a noise std in [0, 1), got {self.anchor_level}")
 
     @property
     def kv_block(self) -> int:
@@ -239,6 +246,9 @@ class Engine:
         self.codec = codec
         self.text_encoder = text_encoder
         self.config = cfg = config or EngineConfig()
+        if cfg.anchor_level and not getattr(model.config, "anchor_level", False):
+            raise ValueError(f"anchor_level={cfg.anchor_level} needs a model with an anchor-level input "
+                             "(WanConfig.anchor_level); this one has none: leave anchor_level at 0")
         self.action_encoder = action_encoder
         self.device = torch.device(cfg.device)
         self.kv = KVCacheManager(cfg.kv_block, cfg.pool_blocks(), cfg.num_host_blocks, cfg.policy)
@@ -311,7 +321,8 @@ class Engine:
         anchor = latents[:, :, :1] if self.model.config.conditions_on_previous_frame else None
         self.model(latents, torch.zeros(1, device=self.device), s.context,
                    backend=self.backend, frame_positions=positions,
-                   action=None if s.action_tensor is None else s.action_tensor.to(self.device), anchor=anchor)
+                   action=None if s.action_tensor is None else s.action_tensor.to(self.device), anchor=anchor,
+                   anchor_level=self._anchor_level(1))
         self.kv.commit(s.id, f0)
         if anchor is not None:
             s.anchor = latents[:, :, -1:]
@@ -509,7 +520,9 @@ class Engine:
         anchor = torch.cat([self._anchor(s) for s in sess]) if self.model.config.conditions_on_previous_frame else None
         self.backend.prepare([RowSpec(r.session_id, r.commit) for r in rows])
         positions = self.backend.frame_positions(self.config.block_frames)
-        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action, anchor=anchor)
+        level = self._anchor_level(len(rows))
+        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action, anchor=anchor,
+                       anchor_level=level)
         g = self.config.action_guidance
         guided = [i for i, r in enumerate(rows) if not r.commit]
         if action is None or g == 1.0 or not guided:
@@ -526,10 +539,19 @@ class Engine:
         self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
         v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
                             frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle,
-                            anchor=None if anchor is None else anchor[guided])
+                            anchor=None if anchor is None else anchor[guided],
+                            anchor_level=None if level is None else level[guided])
         v = v.clone()
         v[guided] = guide(v[guided], v_idle, g, self.config.action_guidance_rescale)
         return v
+
+    def _anchor_level(self, rows: int) -> torch.Tensor | None:
+        """``[rows]`` of ``config.anchor_level`` for a model with an anchor-level input, else None."""
+        import torch
+
+        if not self.model.config.anchor_level:
+            return None
+        return torch.full((rows,), self.config.anchor_level, device=self.device)
 
     def _anchor(self, s: Session) -> torch.Tensor:
         """The previous clean latent frame of ``s`` (zeros before its first frame: text-to-video)."""

@@ -107,6 +107,7 @@ def generate_blocks(
     generator: torch.Generator | None = None,
     recompute: bool = False,
     on_block: Callable[[int, torch.Tensor, torch.Tensor | None], None] | None = None,
+    anchor_level: float = 0.0,
 ) -> GenerationOutput:
     """Generate one video (a batch of ``batch_size`` independent rows) block by block.
 
@@ -132,6 +133,8 @@ def generate_blocks(
         generator: CPU generator for all noise (same generator state -> same video).
         recompute: no cache; every call recomputes the clean past with a block-causal mask.
         on_block: called after each block with ``(block_index, latents [B, C, bf, h, w], pixels or None)``.
+        anchor_level: the noise std a model with an anchor-level input (``WanConfig.anchor_level``) is
+            told its anchors and clean context carry, on every call (``EngineConfig.anchor_level``).
 
     Returns:
         :class:`GenerationOutput`.
@@ -153,6 +156,9 @@ def generate_blocks(
     if h % cfg.patch_size[1] or w % cfg.patch_size[2]:
         raise ValueError(f"latent_hw {latent_hw} must be a multiple of the spatial patch {cfg.patch_size[1:]}")
     device, b, c = model.device, batch_size, cfg.out_channels
+    if anchor_level and not cfg.anchor_level:
+        raise ValueError(f"anchor_level={anchor_level} needs a model with an anchor-level input (WanConfig.anchor_level)")
+    level = torch.full((batch_size,), float(anchor_level), device=device) if cfg.anchor_level else None
     guided = sampler.guidance_scale != 1.0
     if guided and negative_text is None:
         raise ValueError("sampler.guidance_scale != 1 needs negative_text (the unconditional prompt)")
@@ -211,7 +217,7 @@ def generate_blocks(
         """One model call for the current block (cached or recomputed)."""
         fp = x.shape[2] // pt
         if not recompute:
-            return model(x, torch.full((b,), t, device=device), kv, be, pos, act, anchor)
+            return model(x, torch.full((b,), t, device=device), kv, be, pos, act, anchor, level)
         past = sum(sizes)
         seq = torch.cat([*clean, x], 2)
         ts = torch.cat([torch.zeros(b, past, device=device), torch.full((b, fp), t, device=device)], 1)
@@ -227,7 +233,7 @@ def generate_blocks(
         if anchor is not None:
             anchors = torch.cat([a.expand(-1, -1, z.shape[2], -1, -1)  # type: ignore[union-attr]
                                  for a, z in zip([*clean_anchors, anchor], [*clean, x], strict=True)], 2)
-        out = model(seq, ts, kv, BlockCausalAttention([*sizes, fp], tokens_per_frame), positions, acts, anchors)
+        out = model(seq, ts, kv, BlockCausalAttention([*sizes, fp], tokens_per_frame), positions, acts, anchors, level)
         return out[:, :, past * pt :]
 
     def commit_block(x0: torch.Tensor, kv: CrossAttentionKV, act: torch.Tensor | None, pos: torch.Tensor,
@@ -235,11 +241,11 @@ def generate_blocks(
         t0 = time.perf_counter()
         if not recompute:
             set_commit(backend, True)
-            model(x0, torch.zeros(b, device=device), kv, backend, pos, act, anc)
+            model(x0, torch.zeros(b, device=device), kv, backend, pos, act, anc, level)
             set_commit(backend, False)
             if guided:
                 set_commit(uncond_backend, True)
-                model(x0, torch.zeros(b, device=device), uncond_kv, uncond_backend, pos, act, anc)
+                model(x0, torch.zeros(b, device=device), uncond_kv, uncond_backend, pos, act, anc, level)
                 set_commit(uncond_backend, False)
         clean.append(x0)
         clean_actions.append(act)

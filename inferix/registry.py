@@ -126,6 +126,8 @@ class LoadedModel:
             (``EngineConfig.guidance_drops_caption``).
         context_timestep: the timestep it commits generated blocks to the KV cache at
             (``EngineConfig.context_timestep``; 0 = clean context).
+        anchor_level: the noise std it is told its anchors carry (``EngineConfig.anchor_level``;
+            0 = exact; only for a model with an anchor-level input).
     """
 
     name: str
@@ -143,6 +145,7 @@ class LoadedModel:
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
     context_timestep: float = 0.0
+    anchor_level: float = 0.0
 
     DEFAULT_POLICY = "rolling:9"
 
@@ -157,10 +160,10 @@ class LoadedModel:
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
                       guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
-                      **options: Any) -> Any:
+                      anchor_level: float | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
         sampler (the first ``steps`` timesteps), KV policy, action guidance, its rescale, whether
-        it is joint over the caption and the context timestep, each overridable (``None`` = the
+        it is joint over the caption, the context timestep and the anchor level, each overridable (``None`` = the
         model's own); ``options`` are the other engine settings (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
@@ -174,7 +177,8 @@ class LoadedModel:
                             guidance_drops_caption=(self.guidance_drops_caption if guidance_drops_caption is None
                                                     else guidance_drops_caption),
                             context_timestep=(self.context_timestep if context_timestep is None
-                                              else context_timestep), **options)
+                                              else context_timestep),
+                            anchor_level=self.anchor_level if anchor_level is None else anchor_level, **options)
 
     @property
     def pixel_scale(self) -> int:

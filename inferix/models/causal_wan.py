@@ -13,7 +13,7 @@ make block-by-block generation possible:
 Data flow of one call (B = batch, F = latent frames of the call, S = h*w tokens/frame)::
 
     latents [B, C, F, H, W] --patch_embedding--> x [B, F*S, dim]
-    timestep [B, F] --sinusoid, time_embedder (+ action)--> temb [B, F, dim]
+    timestep [B, F] --sinusoid, time_embedder (+ action, + anchor level)--> temb [B, F, dim]
                     --SiLU, time_proj--> modulation [B, F, 6, dim]   (shared by all blocks)
     context [B, L_txt, text_dim] --text_embedder--> per-layer cross K/V (CrossAttentionKV, once per prompt)
     for each block: x += gate * SelfAttn(mod(norm1(x)))    (backend: cache / mask)
@@ -48,7 +48,7 @@ __all__ = ["CausalWanModel", "CrossAttentionKV", "velocity_to_x0"]
 
 # Kept in float32 when the model is cast to bf16/fp16 (as diffusers does): timestep MLP,
 # modulation tables and norms are small and precision-sensitive.
-_FP32_MODULES = ("time_embedder", "scale_shift_table", "norm1", "norm2", "norm3", "norm_out")
+_FP32_MODULES = ("time_embedder", "anchor_level_embedder", "scale_shift_table", "norm1", "norm2", "norm3", "norm_out")
 
 
 def timestep_sinusoid(t: torch.Tensor, dim: int) -> torch.Tensor:
@@ -165,6 +165,26 @@ class ActionEmbedder(nn.Module):
                 f"action must be [B, action_dim={self.action_dim}] or [B, F, action_dim], got {tuple(action.shape)}"
             )
         return self.linear_2(self.act(self.linear_1(action.to(self.linear_1.weight.dtype))))
+
+
+class AnchorLevelEmbedder(nn.Module):
+    """Embeds the noise level of the anchor and clean context (:attr:`WanConfig.anchor_level`) into
+    the time-embedding space: the timestep sinusoid of ``level * 1000``, then an MLP whose output
+    layer starts at zero, so a model that gains it computes exactly what it did without."""
+
+    def __init__(self, cfg: WanConfig) -> None:
+        super().__init__()
+        self.freq_dim = cfg.freq_dim
+        self.linear_1 = nn.Linear(cfg.freq_dim, cfg.dim)
+        self.act = nn.SiLU()
+        self.linear_2 = nn.Linear(cfg.dim, cfg.dim)
+        nn.init.zeros_(self.linear_2.weight)
+        nn.init.zeros_(self.linear_2.bias)
+
+    def forward(self, level: torch.Tensor) -> torch.Tensor:
+        """``[B]`` or ``[B, F]`` noise stds -> ``[B, dim]`` or ``[B, F, dim]``."""
+        feat = timestep_sinusoid(level.reshape(-1) * 1000.0, self.freq_dim).to(self.linear_1.weight.dtype)
+        return self.linear_2(self.act(self.linear_1(feat))).view(*level.shape, -1)
 
 
 class WanAttention(nn.Module):
@@ -345,6 +365,7 @@ class CausalWanModel(nn.Module):
         self.patch_embedding = nn.Conv3d(cfg.in_channels, dim, kernel_size=cfg.patch_size, stride=cfg.patch_size)
         self.condition_embedder = ConditionEmbedder(cfg)
         self.action_embedder = ActionEmbedder(cfg) if (cfg.action_dim or cfg.num_actions) else None
+        self.anchor_level_embedder = AnchorLevelEmbedder(cfg) if cfg.anchor_level else None
         self.blocks = nn.ModuleList([WanBlock(cfg) for _ in range(cfg.num_layers)])
         self.norm_out = FP32LayerNorm(dim, cfg.eps, elementwise_affine=False)
         self.proj_out = nn.Linear(dim, cfg.out_channels * math.prod(cfg.patch_size))
@@ -413,6 +434,7 @@ class CausalWanModel(nn.Module):
         frame_positions: torch.Tensor | None = None,  # [B, F]
         action: torch.Tensor | None = None,
         anchor: torch.Tensor | None = None,  # [B, C, 1 | F, H, W]
+        anchor_level: torch.Tensor | float | None = None,  # [B] or [B, F]
     ) -> torch.Tensor:
         """Predict the flow velocity of ``latents`` at ``timestep``.
 
@@ -427,6 +449,8 @@ class CausalWanModel(nn.Module):
             anchor: for a model that :attr:`~WanConfig.conditions_on_previous_frame`: the clean latent
                 frame before the block, ``[B, C, 1, H, W]`` (broadcast over the call's frames) or one
                 per frame ``[B, C, F, H, W]``; concatenated to ``latents`` along channels.
+            anchor_level: for a model with :attr:`~WanConfig.anchor_level`: the std of the noise on
+                ``anchor`` and on the clean context (scalar, ``[B]`` or ``[B, F]``; default 0, clean).
 
         Returns:
             ``[B, C_out, F, H, W]`` velocity (``noise - x0``); :func:`velocity_to_x0` converts.
@@ -475,6 +499,19 @@ class CausalWanModel(nn.Module):
                 nt = fp
         elif action is not None:
             raise ValueError("action given but this model has no action embedding (config action_dim/num_actions)")
+        if self.anchor_level_embedder is not None:
+            lv = torch.as_tensor(0.0 if anchor_level is None else anchor_level, device=device, dtype=torch.float32)
+            if lv.ndim == 0:
+                lv = lv.expand(b)
+            if lv.shape[0] != b or lv.ndim > 2 or (lv.ndim == 2 and lv.shape[1] not in (1, fp)):
+                raise ValueError(f"anchor_level must be a scalar, [B={b}] or [B, F={fp}], got {tuple(lv.shape)}")
+            emb = self.anchor_level_embedder(lv if lv.ndim == 2 else lv[:, None]).to(temb.dtype)  # [B, 1 | F, dim]
+            if emb.shape[1] > temb.shape[1]:
+                temb = temb.expand(b, fp, -1)
+                nt = fp
+            temb = temb + emb
+        elif anchor_level is not None:
+            raise ValueError("anchor_level given but this model has no anchor-level input (config anchor_level)")
         modulation = ce.time_proj(ce.act_fn(temb)).unflatten(2, (6, -1))  # [B, Ft, 6, dim]
         if nt != fp:  # one timestep for the whole call: broadcast over frames
             modulation = modulation.expand(b, fp, 6, -1)

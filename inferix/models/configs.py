@@ -53,6 +53,11 @@ class WanConfig:
             ``x0 - anchor``, the change from the previous clean frame, and the forward returns the
             velocity that implies, ``(x_t - anchor - out) / sigma``, so samplers, guidance and the
             engine are unchanged. With a zero head this is exactly "repeat the last frame".
+        anchor_level: the forward takes ``anchor_level=``, the std of the Gaussian noise on the anchor
+            and the clean context (0 = clean), embedded like a timestep and added to the time
+            embedding (zero-initialised output layer, so a model that gains it starts unchanged).
+            Training with context noise labelled this way lets the model copy a clean anchor exactly
+            and still restore a noisy one; unlabelled, it must denoise every anchor blindly.
 
     ``in_channels == 2 * out_channels`` means the model is conditioned on the previous clean latent
     frame by channel concatenation (:attr:`conditions_on_previous_frame`, the way Wan2.1-I2V
@@ -75,6 +80,7 @@ class WanConfig:
     num_actions: int | None = None
     text_len: int = 512
     prediction: str = "velocity"
+    anchor_level: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +94,9 @@ class WanConfig:
         if self.prediction == "anchor_residual" and not self.conditions_on_previous_frame:
             raise ValueError("prediction 'anchor_residual' needs the previous-frame input "
                              f"(in_channels = 2 * out_channels), got {self.in_channels} / {self.out_channels}")
+        if self.anchor_level and not self.conditions_on_previous_frame:
+            raise ValueError("anchor_level needs the previous-frame input (in_channels = 2 * out_channels), "
+                             f"got {self.in_channels} / {self.out_channels}")
         if self.attention_head_dim % 2 or self.attention_head_dim < 6:
             raise ValueError(f"attention_head_dim must be even and >= 6 for 3-axis RoPE, got {self.attention_head_dim}")
 
@@ -156,6 +165,8 @@ class WanConfig:
         """Constructor kwargs for diffusers' ``WanTransformer3DModel`` (used by the equivalence tests)."""
         if self.action_dim is not None or self.num_actions is not None:
             raise ValueError("diffusers' WanTransformer3DModel has no action conditioning")
+        if self.anchor_level:
+            raise ValueError("diffusers' WanTransformer3DModel has no anchor-level input")
         return {k: getattr(self, k) for k in self._DIFFUSERS_KEYS}
 
     @classmethod

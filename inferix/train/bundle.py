@@ -155,6 +155,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> Bundle
         action_guidance_rescale=float(info["sampler"].get("action_guidance_rescale") or 0.0),
         guidance_drops_caption=bool(info["sampler"].get("guidance_drops_caption", False)),
         context_timestep=float(info["sampler"].get("context_timestep") or 0.0),
+        anchor_level=float(info["sampler"].get("anchor_level") or 0.0),
     )
 
 
@@ -173,7 +174,8 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
                     "action_guidance": cfg.sampler.action_guidance,
                     "action_guidance_rescale": cfg.sampler.action_guidance_rescale,
                     "guidance_drops_caption": cfg.sampler.guidance_drops_caption,
-                    "context_timestep": cfg.sampler.context_timestep},
+                    "context_timestep": cfg.sampler.context_timestep,
+                    "anchor_level": cfg.sampler.anchor_level},
         "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels
         "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,

@@ -104,7 +104,9 @@ class SamplerConfig:
     (``EngineConfig.action_guidance``; ``None`` = off) with its rescale phi
     (``EngineConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
     (``EngineConfig.guidance_drops_caption``), and the timestep generated blocks are committed
-    to the KV cache at (``EngineConfig.context_timestep``; 0 = clean). ``content_grids``
+    to the KV cache at (``EngineConfig.context_timestep``; 0 = clean), and the noise std a model
+    with an anchor-level input is told its anchors carry (``EngineConfig.anchor_level``; 0 =
+    exact). ``content_grids``
     (``{generator or family: [H, W]}``) names contents the model generates at one pixel grid whatever size is asked (the caller
     resizes): a game screen that a suite renders at another size is then drawn at the scale the
     model was trained on (:class:`inferix.train.bundle.BundleModel`)."""
@@ -116,6 +118,7 @@ class SamplerConfig:
     action_guidance_rescale: float = 0.0
     guidance_drops_caption: bool = False
     context_timestep: float = 0.0
+    anchor_level: float = 0.0
     content_grids: dict[str, list[int]] = field(default_factory=dict)
 
 
@@ -183,6 +186,9 @@ class OptimConfig:
             t = 0) get Gaussian noise of a std drawn from U(0, context_noise) per clip, so the model
             learns not to copy the small errors of its own generated context (which the engine
             commits at t = 0) — the main cause of drift in long rollouts.
+        context_noise_clean: share of clips whose context stays clean while ``context_noise`` is on
+            (with ``model.anchor_level: true`` the model is told each clip's std, so these clips
+            teach it to copy a clean anchor exactly).
         context_noise_from_step: step at which ``context_noise`` switches on (a curriculum: first
             learn to copy and move clean context).
         motion_weight: per-pixel loss weight ``1 + motion_weight * |x0_f - x0_(f-1)|`` (mean over
@@ -215,6 +221,7 @@ class OptimConfig:
     timestep_shift: float = 3.0
     teacher_forcing: float = 0.5
     context_noise: float = 0.0
+    context_noise_clean: float = 0.0
     context_noise_from_step: int = 0
     motion_weight: float = 0.0
     motion_weight_from_step: int = 0
@@ -347,6 +354,12 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     cfg.wan_config()  # raises on a bad model section
     if not 0.0 <= cfg.data.crop_motion <= 1.0:
         raise ValueError(f"data.crop_motion {cfg.data.crop_motion} is a probability: give a value in [0, 1]")
+    if not 0.0 <= cfg.train.context_noise_clean <= 1.0:
+        raise ValueError(f"train.context_noise_clean {cfg.train.context_noise_clean} is a share of clips: "
+                         "give a value in [0, 1]")
+    if cfg.train.context_noise_clean > 0 and not cfg.wan_config().anchor_level:
+        logger.warning("train.context_noise_clean without model.anchor_level: the model is not told which "
+                       "clips are clean, so it still has to denoise every anchor blindly")
     if cfg.train.autocast not in ("none", "bf16"):
         raise ValueError(f"train.autocast must be 'none' or 'bf16', got {cfg.train.autocast!r}")
     if cfg.train.lr_decay not in ("constant", "cosine"):

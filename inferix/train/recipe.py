@@ -12,6 +12,9 @@ One step, for a batch of clips (``inferix.train.data``: a clean prefix frame + K
 
 (after ``context_noise_from_step``, clean context frames carry a little Gaussian noise while
 still labelled t = 0: generated context is never exact, and a model that trusts it fully drifts.
+Unless the model has an anchor-level input (``model.anchor_level: true``), which is told each
+clip's std, it must then denoise every anchor blindly, and smooths a clean one a little each block;
+``train.context_noise_clean`` leaves a share of clips clean.
 With ``train.rollout`` the leading context blocks of some clips are the model's own few-step
 generation instead — :func:`rollout_context`, scheduled sampling on the context.)
 
@@ -123,12 +126,15 @@ def rollout_context(lm: LoadedModel, clip: Clip, x0: torch.Tensor, block_frames:
 
 
 def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any, actions: torch.Tensor,
-                  seen: torch.Tensor, block_frames: int, offset: int = 0) -> torch.Tensor:
+                  seen: torch.Tensor, block_frames: int, offset: int = 0,
+                  anchor_level: torch.Tensor | None = None) -> torch.Tensor:
     """The DiT's velocity for a clip laid out as in training (a prefix frame + K blocks), under the
     block-causal mask: ``x_t`` ``[B, C, F, h, w]`` at per-frame noise levels ``sig_f`` ``[B, F]``,
     actions ``[B, F]``, frame positions from ``offset``. A model that conditions on the previous
     frame gets, for every frame of block k, frame ``k * bf`` of ``seen`` (the clean context as the
-    model sees it; the prefix is its own anchor), as generation feeds the last frame it committed."""
+    model sees it; the prefix is its own anchor), as generation feeds the last frame it committed;
+    a model with :attr:`~inferix.models.configs.WanConfig.anchor_level` also gets the std of the
+    noise on ``seen`` (``[B]``; default 0, clean)."""
     import torch
 
     from inferix.models.attention import BlockCausalAttention
@@ -143,7 +149,10 @@ def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any,
     pos = (torch.arange(f, device=device) + offset).expand(b, f)
     ph, pw = model.config.patch_size[1:]
     backend = BlockCausalAttention([1] + [block_frames] * blocks, (h // ph) * (w // pw))
-    return model(x_t, sig_f.to(device) * 1000.0, text.to(device), backend, pos, actions.to(device), anchor)
+    level = None
+    if model.config.anchor_level:
+        level = torch.zeros(b, device=device) if anchor_level is None else anchor_level.to(device)
+    return model(x_t, sig_f.to(device) * 1000.0, text.to(device), backend, pos, actions.to(device), anchor, level)
 
 
 def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: Any = None,
@@ -191,7 +200,7 @@ def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: A
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
                            teacher_forcing: float, generator: torch.Generator,
                            context_noise: float = 0.0, motion_weight: float = 0.0,
-                           rollout: float = 0.0) -> torch.Tensor:
+                           rollout: float = 0.0, context_noise_clean: float = 0.0) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -207,6 +216,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         rollout: probability per clip that its first ``j`` blocks (``j`` uniform in 1..K-1) are the
             model's own generation (:func:`rollout_context`) instead of the reference, as clean
             context for the rest, whose targets stay the reference (0 = never).
+        context_noise_clean: share of clips whose context stays clean while ``context_noise`` is on.
+            A model with :attr:`~inferix.models.configs.WanConfig.anchor_level` is told each clip's
+            std; then clean clips teach it to copy a clean anchor exactly.
     """
     import torch
 
@@ -234,14 +246,17 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     s = sig_f[:, None, :, None, None]
     x_t = (1 - s) * ctx + s * noise
     seen = ctx
+    std = torch.zeros(b)
     if context_noise > 0:  # corrupt the t = 0 context only; the targets stay the clean x0
         std = torch.rand(b, generator=generator) * context_noise
+        if context_noise_clean > 0:
+            std = std.masked_fill(torch.rand(b, generator=generator) < context_noise_clean, 0.0)
         extra = torch.randn(x0.shape, generator=draw, device=device) * std.to(device)[:, None, None, None, None]
         x_t = torch.where(s == 0, x_t + extra, x_t)
         seen = ctx + extra
     # RoPE is relative, but the engine runs at growing absolute positions: train at random offsets
     offset = int(torch.randint(0, 64, (1,), generator=generator))
-    v = block_forward(model, x_t, sig_f, text, clip.actions, seen, block_frames, offset)
+    v = block_forward(model, x_t, sig_f, text, clip.actions, seen, block_frames, offset, anchor_level=std)
     if model.config.prediction == "anchor_residual":
         # the head predicts x0 - anchor: an x0 loss (the velocity error is that over sigma, which
         # would weigh the last steps by 1 / sigma^2)
@@ -259,8 +274,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
 
 
 def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Load ``init_from`` weights; a model that adds previous-frame input channels to an earlier
-    stage gets zero weights for them, so it starts as exactly that stage's model.
+    """Load ``init_from`` weights; a model that adds previous-frame input channels or the
+    anchor-level input to an earlier stage gets zero weights (or a zero output layer) for them,
+    so it starts as exactly that stage's model.
 
     Raises:
         ValueError: any other shape mismatch (the message names the tensor).
@@ -275,6 +291,10 @@ def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) ->
             logger.info("init_from: %s %s -> %s, previous-frame channels start at zero", key,
                         tuple(old.shape), tuple(new.shape))
             state = {**state, key: torch.cat([old, torch.zeros_like(old)], 1)}
+    gained = [k for k in own if k not in state and k.startswith("anchor_level_embedder.")]
+    if gained:  # a stage that adds the anchor-level input keeps its zero-output init
+        logger.info("init_from: %s start at their init (the anchor-level input adds nothing yet)", ", ".join(gained))
+        state = {**state, **{k: own[k] for k in gained}}
     bad = [k for k in own if k in state and state[k].shape != own[k].shape]
     if bad:
         raise ValueError("init_from weights do not fit this model: "
@@ -391,7 +411,7 @@ class Trainer:
             loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
                                           shift=t.timestep_shift, teacher_forcing=t.teacher_forcing,
                                           generator=self.gen, context_noise=ctx_noise, motion_weight=motion,
-                                          rollout=t.rollout)
+                                          rollout=t.rollout, context_noise_clean=t.context_noise_clean)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

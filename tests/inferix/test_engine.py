@@ -440,6 +440,42 @@ def test_previous_frame_model_in_the_engine_matches_the_pipeline_batched_and_for
                                    atol=1e-5, rtol=0)
 
 
+def test_the_engine_tells_an_anchor_level_model_its_configured_level_on_every_pass(tiny, prev_frame_model):
+    """``EngineConfig.anchor_level`` reaches every model call (the conditioning prefill, the
+    denoising passes, the commits) as the pipeline's ``anchor_level`` does: engine == pipeline at
+    level 0.05, and 0.05 generates another video than 0 (the embedding is non-zero here)."""
+    from inferix.models.causal_wan import CausalWanModel
+    from inferix.pipeline import generate_blocks
+    from inferix.schedulers import FlowMatchSampler
+    from inferix.train.recipe import load_init_weights
+
+    model = CausalWanModel(prev_frame_model.config.replace(anchor_level=True)).eval()
+    load_init_weights(model, prev_frame_model.state_dict())
+    torch.manual_seed(9)
+    with torch.no_grad():
+        model.anchor_level_embedder.linear_2.weight.normal_(std=0.5)
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[:, :8] = 200
+    first = torch.from_numpy(img).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1
+
+    def engine(level):
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2],
+                           policy=CachePolicy.parse("full"), anchor_level=level)
+        eng = Engine(model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+        outs = list(eng.stream("a red ball", num_blocks=3, seed=3, action="forward",
+                               image_latents=tiny.encode_image(img, HW)))
+        return torch.cat([o.latents for o in outs], 1)
+
+    ref = generate_blocks(model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.timesteps[:2]),
+                          latent_hw=HW, text_encoder=tiny.text_encoder, action=tiny.action_encoder("forward"),
+                          first_frame=first, generator=torch.Generator().manual_seed(3), anchor_level=0.05)
+    noisy = engine(0.05)
+    torch.testing.assert_close(noisy, ref.latents[0, :, 1:], atol=1e-5, rtol=0)
+    assert (noisy - engine(0.0)).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="anchor_level"):
+        EngineConfig(anchor_level=-0.1)
+
+
 def test_a_bfloat16_model_keeps_its_kv_cache_in_bf16_and_generates_the_float32_frames_up_to_rounding():
     """``load_model(..., dtype="bfloat16")`` (``inferix generate --dtype``, the bridge's ``model.dtype``)
     runs the DiT, the latents and the KV cache in bf16 (half the cache bytes) and decodes through the

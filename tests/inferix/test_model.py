@@ -178,6 +178,44 @@ def test_previous_frame_conditioning_starts_as_the_base_model_and_then_reads_the
 
 
 @torch.no_grad()
+def test_anchor_level_input_starts_with_no_effect_and_then_tells_levels_apart(tiny_config):
+    """``anchor_level``: the std of the noise on the anchor and context, embedded into the time
+    embedding. A model that gains it from weights without it computes exactly what they did, at any
+    level; once its output layer moves, a clean anchor (level 0, the default) and a noisy one
+    (0.1) give different predictions, and a per-frame level equals the same level broadcast."""
+    from inferix.train.recipe import load_init_weights
+
+    base = CausalWanModel(tiny_config.replace(in_channels=8)).eval()
+    model = CausalWanModel(tiny_config.replace(in_channels=8, anchor_level=True)).eval()
+    load_init_weights(model, base.state_dict())
+    x, ctx = _inputs()
+    anchor = torch.randn(1, 4, 1, 8, 8)
+    ref = base(x, 300.0, ctx, anchor=anchor)
+    for level in (None, 0.0, 0.1, torch.tensor([[0.0, 0.05, 0.1]])):
+        # (a per-frame level runs the modulation per frame: equal up to matmul rounding)
+        torch.testing.assert_close(model(x, 300.0, ctx, anchor=anchor, anchor_level=level), ref, atol=1e-6, rtol=0)
+    torch.nn.init.normal_(model.anchor_level_embedder.linear_2.weight, std=0.2)
+    clean = model(x, 300.0, ctx, anchor=anchor)
+    torch.testing.assert_close(model(x, 300.0, ctx, anchor=anchor, anchor_level=0.0), clean, atol=0, rtol=0)
+    noisy = model(x, 300.0, ctx, anchor=anchor, anchor_level=0.1)
+    assert (noisy - clean).abs().max() > 1e-3
+    per_frame = model(x, 300.0, ctx, anchor=anchor, anchor_level=torch.full((1, 3), 0.1))
+    torch.testing.assert_close(per_frame, noisy, atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="anchor_level must be"):
+        model(x, 300.0, ctx, anchor=anchor, anchor_level=torch.zeros(2))
+    with pytest.raises(ValueError, match="no anchor-level input"):
+        base(x, 300.0, ctx, anchor=anchor, anchor_level=0.0)
+    with pytest.raises(ValueError, match="anchor_level needs the previous-frame input"):
+        tiny_config.replace(anchor_level=True)
+    # the config round-trips through config.json; a file written before the field reads as False
+    from inferix.models.configs import WanConfig
+
+    assert WanConfig.from_dict(model.config.to_dict()).anchor_level is True
+    assert WanConfig.from_dict({k: v for k, v in model.config.to_dict().items() if k != "anchor_level"}).anchor_level \
+        is False
+
+
+@torch.no_grad()
 def test_anchor_residual_head_predicts_the_change_from_the_previous_frame(tiny_config):
     """``prediction: anchor_residual``: the forward returns the velocity of ``x0 = anchor + head``, so
     a zero head is exactly "repeat the last frame" at every noise level and per-frame timestep."""

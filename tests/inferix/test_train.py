@@ -316,6 +316,87 @@ def test_motion_weight_and_context_noise_change_only_what_they_claim(toy_root: P
     assert torch.allclose(a, b)
 
 
+def test_labelled_context_noise_tells_the_model_each_clips_std_and_leaves_a_share_clean(
+        toy_root: Path, tmp_path: Path) -> None:
+    """With ``model.anchor_level`` the loss passes each clip's context-noise std as the anchor level:
+    the anchors the model gets are the clean frames plus noise of that std (exactly the clean frames
+    at level 0, the ``context_noise_clean`` share), and without context noise every level is 0. A
+    stage that adds the input to exported weights without it starts as exactly those weights."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, diffusion_forcing_loss
+
+    base = Trainer(toy_config(tmp_path / "b", toy_root))
+    raw = toy_config(tmp_path / "a", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual")
+    raw["init_from"] = str(base.export())
+    plain = Trainer(config_from_dict(raw))
+    with torch.no_grad():  # a head that is not "repeat the last frame", so the trunk's output counts
+        for m in (plain.lm.model, plain.ema):
+            torch.nn.init.normal_(m.proj_out.weight, generator=torch.Generator().manual_seed(2), std=0.05)
+    raw["model"]["anchor_level"] = True
+    raw["init_from"] = str(plain.export())
+    tr = Trainer(config_from_dict(raw))
+    assert tr.lm.model.config.anchor_level and not tr.lm.model.anchor_level_embedder.linear_2.weight.any()
+    clip = tr.data.sample(8, torch.Generator().manual_seed(0))
+    seen = {}
+    orig = tr.lm.model.forward
+
+    def spy(*args, **kwargs):
+        seen["anchor"], seen["level"] = args[6], args[7]
+        return orig(*args, **kwargs)
+
+    tr.lm.model.forward = spy
+
+    def loss(**kw: float) -> torch.Tensor:
+        with torch.no_grad():
+            return diffusion_forcing_loss(tr.lm, clip, 2, tr.text(clip.captions), shift=1.0, teacher_forcing=0.0,
+                                          generator=torch.Generator().manual_seed(1), **kw)
+
+    x0 = tr.lm.codec.encode(clip.pixels)[:, :, [0, 0, 0, 2, 2]]
+    loss()
+    assert not seen["level"].any() and torch.equal(seen["anchor"], x0)
+    labelled = loss(context_noise=0.15, context_noise_clean=0.5)
+    level = seen["level"]
+    assert level.shape == (8,) and (level == 0).any() and (level > 0).any() and float(level.max()) <= 0.15
+    spread = (seen["anchor"] - x0).flatten(1).std(1)
+    torch.testing.assert_close(spread, level, atol=0.01, rtol=0.1)
+    assert torch.equal(seen["anchor"][level == 0], x0[level == 0])
+    del tr.lm.model.forward
+    # at step 0 the level adds nothing: the loss is the plain stage's on the same draws
+    with torch.no_grad():
+        same = diffusion_forcing_loss(plain.lm, clip, 2, plain.text(clip.captions), shift=1.0, teacher_forcing=0.0,
+                                      generator=torch.Generator().manual_seed(1), context_noise=0.15,
+                                      context_noise_clean=0.5)
+    torch.testing.assert_close(labelled, same, atol=1e-6, rtol=0)
+    raw["train"]["context_noise_clean"] = 1.5
+    with pytest.raises(ValueError, match="context_noise_clean"):
+        config_from_dict(raw)
+
+
+def test_a_bundles_anchor_level_is_exported_and_served(toy_root: Path, tmp_path: Path) -> None:
+    """``sampler.anchor_level`` reaches bundle.json and the engine config; an engine refuses a level
+    for a model without the input, and a bundle written before the key existed serves level 0."""
+    from inferix.engine import Engine
+    from inferix.train.bundle import load_bundle
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    raw = toy_config(tmp_path / "a", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, anchor_level=True)
+    raw["sampler"]["anchor_level"] = 0.02
+    path = Trainer(config_from_dict(raw)).export()
+    lm = load_bundle(path)
+    assert lm.model.config.anchor_level and lm.engine_config((8, 8)).anchor_level == 0.02
+    assert lm.engine_config((8, 8), anchor_level=0.0).anchor_level == 0.0
+    info = json.loads((path / "bundle.json").read_text())
+    del info["sampler"]["anchor_level"]
+    (path / "bundle.json").write_text(json.dumps(info))
+    assert load_bundle(path).engine_config((8, 8)).anchor_level == 0.0
+    plain = load_bundle(Trainer(toy_config(tmp_path / "p", toy_root)).export())
+    with pytest.raises(ValueError, match="anchor-level input"):
+        Engine(plain.model, plain.codec, plain.text_encoder, plain.engine_config((8, 8), anchor_level=0.02))
+
+
 def test_init_from_starts_a_stage_from_exported_weights(toy_root: Path, tmp_path: Path) -> None:
     from inferix.train.recipe import Trainer
 

@@ -136,6 +136,18 @@ def test_engine_serves_the_models_own_context_timestep_unless_an_option_override
     m2.close()
 
 
+def test_engine_serves_the_models_own_anchor_level_unless_an_option_overrides_it(model, monkeypatch):
+    lm = model.loaded
+    assert model._engine(lm.latent_hw, 8).config.anchor_level == 0.0  # exact anchors by default
+    m2 = build_model("inferix:tiny", steps="1", anchor_level="0.03")
+    monkeypatch.setattr(m2.loaded, "anchor_level", 0.01)
+    assert m2.anchor_level == 0.03
+    # the tiny model has no anchor-level input: the engine refuses a level instead of ignoring it
+    with pytest.raises(ValueError, match="anchor-level input"):
+        m2._engine(lm.latent_hw, 8)
+    m2.close()
+
+
 def test_new_weights_behind_the_same_spec_start_a_new_run_instead_of_resuming(tmp_path):
     """The run hash covers the weights of an ``inferix:`` model: editing the bundle gives another run
     directory (a resumed run would otherwise serve the old weights' rows); docs do not count."""

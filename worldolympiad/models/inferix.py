@@ -37,6 +37,8 @@ Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...
 ``guidance_drops_caption`` (``true``: guidance joint over caption and action; default: the model's own),
 ``context_timestep`` (generated blocks enter the KV cache noised to this timestep in [0, 1000); 0 =
 clean; default: the model's own),
+``anchor_level`` (for a model with an anchor-level input: the noise std it is told its anchors carry;
+0 = exact; default: the model's own),
 ``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``, ``size``,
 ``dtype`` (``bfloat16``: the DiT and its KV cache in bf16, faster on a GPU and on a CPU with bf16
 matrix units; scores differ from the default float32 by rounding).
@@ -110,6 +112,7 @@ class InferixModel(WorldModel):
         self.action_guidance_rescale = _pop_optional(options, "action_guidance_rescale", float)
         self.guidance_drops_caption = _pop_optional(options, "guidance_drops_caption", _bool)
         self.context_timestep = _pop_optional(options, "context_timestep", float)
+        self.anchor_level = _pop_optional(options, "anchor_level", float)
         self.policy = _pop_optional(options, "policy", str)
         self.steps = _pop_optional(options, "steps", int)
         self.unknown_action = str(options.pop("unknown_action", "error"))
@@ -142,7 +145,8 @@ class InferixModel(WorldModel):
         cfg = lm.engine_config(latent_hw, steps=self.steps, policy=self.policy, action_guidance=self.action_guidance,
                                action_guidance_rescale=self.action_guidance_rescale,
                                guidance_drops_caption=self.guidance_drops_caption,
-                               context_timestep=self.context_timestep, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
+                               context_timestep=self.context_timestep, anchor_level=self.anchor_level,
+                               max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
