@@ -20,6 +20,12 @@ Usage::
         [--against reference-world] [--sigmas 1,0.2,0.05,0.01]
         [--config inferix/train/configs/reference_world_gpu2.yaml] [--json F]
 
+``--still 0,0.03,0.075,0.15`` adds the still-content floor (``inferix.train.recipe.still_anchor_error``):
+each clip's first frame held still under a no-op (``NOOP`` for Atari, the default action
+otherwise), its clean context noised to each std, the first block's x0 error at sigma 1, per
+generator; for a model with an anchor-level input also with the std withheld (told 0), which
+shows whether it uses the label. Copying the anchor scores 0 at std 0.
+
 ``--against M`` scores a second model on the same clips and noise and adds, per generator, its
 x0 error over the other's (``new / old`` below 1 = the candidate is better there) and their
 geometric mean over generators: the one-line verdict on a candidate before the 45-minute gaming
@@ -79,15 +85,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-generator", type=int, default=2, help="videos per generator (0 = all)")
     ap.add_argument("--sigmas", default="1,0.2,0.05,0.01")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--still", default=None,
+                    help="context-noise stds for the still-content floor (e.g. 0,0.03,0.075,0.15; default: off)")
     ap.add_argument("--json", default=None, help="write the per-video results here")
     args = ap.parse_args(argv)
 
     from inferix.registry import load_model
     from inferix.train.config import load_config
     from inferix.train.data import ClipDataset
-    from inferix.train.recipe import teacher_forced_error
+    from inferix.train.recipe import still_anchor_error, teacher_forced_error
 
     sigmas = tuple(float(s) for s in args.sigmas.split(","))
+    stds = tuple(float(s) for s in args.still.split(",")) if args.still else ()
     name = args.model_dir or "reference-world"
     lm = load_model(name)
     lm.model.eval()
@@ -111,6 +120,18 @@ def main(argv: list[str] | None = None) -> int:
             ra = teacher_forced_error(against, clip, cfg.data.block_frames, sigmas=sigmas, seed=args.seed)
             row["x0_against"] = {s: ra["x0"][s][0] for s in sigmas}
             line += "   against " + "  ".join(f"{ra['x0'][s][0]:5.1f}" for s in sigmas)
+        if stds:
+            noop = data.action_id("NOOP" if v.content.startswith("gaming.atari") else None)
+            if noop is None:
+                raise SystemExit(f"--still: the recipe's vocabulary has no no-op for {v.content}")
+            for tag, m in (("still", lm), ("still_against", against)):
+                if m is None:
+                    continue
+                row[tag] = {s: e[0] for s, e in still_anchor_error(m, clip, cfg.data.block_frames, noop,
+                                                                     stds=stds, seed=args.seed).items()}
+                if m.model.config.anchor_level:
+                    row[tag + "_untold"] = {s: e[0] for s, e in still_anchor_error(
+                        m, clip, cfg.data.block_frames, noop, stds=stds, tell=False, seed=args.seed).items()}
         rows.append(row)
         print(line, flush=True)
 
@@ -130,6 +151,16 @@ def main(argv: list[str] | None = None) -> int:
     if "all" in summary:
         print("  geometric mean new/old over generators: "
               + "  ".join(f"sigma {s:g} {summary['all']['new_over_old'][s]:.3f}" for s in sigmas))
+    if stds:
+        print(f"\nstill-content floor (grey levels off a held frame, sigma 1) by context-noise std {stds}; "
+              "copying the anchor: 0 at std 0:")
+        for gen in sorted({r["generator"] for r in rows}):
+            mine = [r for r in rows if r["generator"] == gen]
+            for tag, label in (("still", name), ("still_untold", f"{name}, std withheld"),
+                               ("still_against", args.against), ("still_against_untold", f"{args.against}, std withheld")):
+                if tag in mine[0]:
+                    print(f"  {gen:26s} " + "  ".join(f"{np.mean([r[tag][s] for r in mine]):6.2f}" for s in stds)
+                          + f"   {label}")
     if args.json:
         Path(args.json).write_text(json.dumps({"model": name, "against": args.against, "sigmas": sigmas,
                                                "videos": rows}, indent=2))

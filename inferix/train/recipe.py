@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["TrainState", "Trainer", "block_forward", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
-           "teacher_forced_error", "train"]
+           "still_anchor_error", "teacher_forced_error", "train"]
 
 
 def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: float,
@@ -194,6 +194,52 @@ def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: A
             v = block_forward(model, x_t, sig_f, text, clip.actions, x0, block_frames)
         pred = (x_t - s * v.to(x_t))[:, :, 1 : 1 + block_frames]
         out["x0"][float(sigma)] = mae(to_uint8(lm.codec.decode(pred)).float())
+    return out
+
+
+def still_anchor_error(lm: LoadedModel, clip: Clip, block_frames: int, action_id: int, text: Any = None,
+                       stds: tuple[float, ...] = (0.0, 0.03, 0.075, 0.15), sigma: float = 1.0,
+                       tell: bool = True, seed: int = 0) -> dict[float, list[float]]:
+    """The still-content floor: how far the model's first block is from a frame that does not move.
+
+    Every frame of ``clip`` is replaced by its first, every action by ``action_id`` (a no-op), and
+    the clean context (prefix and anchor) carries Gaussian noise of each std in ``stds`` (latent
+    units, as ``train.context_noise`` puts it there); the first block is noised to ``sigma``. A model
+    with an anchor-level input is told the std (``tell=False`` tells it 0 whatever the noise: how
+    much it relies on the label). Returns, per std, the mean abs error in grey levels (0-255) of the
+    x0 the model implies against the still frame, one value per row. Copying the anchor scores 0
+    at std 0 and the noise's own size above it; session 20 measured 2-3 grey levels on edges for
+    the shipped model at std 0, where its input holds the answer.
+    """
+    import torch
+
+    from inferix.models.vae import to_uint8
+
+    model = lm.model
+    px = clip.pixels if clip.pixels is not None else lm.codec.decode(clip.latents)
+    still = px[:, :, :1].expand_as(px).contiguous()
+    if text is None:
+        text = torch.cat([lm.text_encoder(c) for c in clip.captions])
+    x0 = lm.codec.encode(still).to(model.device)
+    b, _, f = x0.shape[:3]
+    draw = torch.Generator().manual_seed(seed)
+    noise = torch.randn(x0.shape, generator=draw).to(x0)
+    ctx_noise = torch.randn(x0.shape, generator=draw).to(x0)
+    acts = torch.full_like(clip.actions, int(action_id))
+    truth = to_uint8(lm.codec.decode(x0[:, :, 1 : 1 + block_frames])).float()
+    sig_f = torch.ones(b, f, device=x0.device)
+    sig_f[:, 0] = 0.0
+    sig_f[:, 1 : 1 + block_frames] = float(sigma)
+    s = sig_f[:, None, :, None, None]
+    out: dict[float, list[float]] = {}
+    for std in stds:
+        seen = x0 + float(std) * ctx_noise
+        x_t = torch.where(s == 0, seen, (1 - s) * x0 + s * noise)
+        level = torch.full((b,), float(std) if tell else 0.0)
+        with torch.no_grad():
+            v = block_forward(model, x_t, sig_f, text, acts, seen, block_frames, anchor_level=level)
+        pred = (x_t - s * v.to(x_t))[:, :, 1 : 1 + block_frames]
+        out[float(std)] = (to_uint8(lm.codec.decode(pred)).float() - truth).abs().mean(dim=(1, 2, 3, 4)).tolist()
     return out
 
 

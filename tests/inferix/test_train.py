@@ -597,6 +597,31 @@ def test_teacher_forced_error_of_a_zero_residual_head_is_the_copy_error_at_every
     assert moved["x0"][1.0] != pytest.approx(out["copy"], abs=1e-3)
 
 
+def test_still_anchor_error_of_a_zero_residual_head_is_zero_on_a_clean_anchor_and_the_noise_above(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``still_anchor_error`` (session 20's still-content floor): a zero ``anchor_residual`` head
+    copies the anchor, so on a still frame it is exact at std 0 and off by the anchor noise itself
+    above it, growing with the std; an anchor-level model's answer depends on being told the std."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, still_anchor_error
+
+    raw = toy_config(tmp_path / "r", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual", anchor_level=True)
+    tr = Trainer(config_from_dict(raw))
+    torch.nn.init.zeros_(tr.lm.model.proj_out.weight)
+    torch.nn.init.zeros_(tr.lm.model.proj_out.bias)
+    clip = tr.data.sample(2, torch.Generator().manual_seed(0))
+    noop = tr.data.action_id("NOOP")
+    out = still_anchor_error(tr.lm, clip, 2, noop, stds=(0.0, 0.05, 0.15))
+    assert out[0.0] == pytest.approx([0.0, 0.0], abs=1e-6)
+    assert min(out[0.05]) > 0.5 and max(out[0.05]) < min(out[0.15])
+    torch.nn.init.normal_(tr.lm.model.proj_out.weight, std=0.05)
+    torch.nn.init.normal_(tr.lm.model.anchor_level_embedder.linear_2.weight, std=0.5)
+    told = still_anchor_error(tr.lm, clip, 2, noop, stds=(0.15,))
+    untold = still_anchor_error(tr.lm, clip, 2, noop, stds=(0.15,), tell=False)
+    assert told[0.15] != pytest.approx(untold[0.15], abs=1e-3)
+
+
 def test_clip_at_is_the_clip_sample_draws_at_that_start(toy_root: Path, tmp_path: Path) -> None:
     from inferix.train.recipe import Trainer
 
