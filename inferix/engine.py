@@ -95,8 +95,8 @@ class EngineConfig:
             conditioning frames (``image_latents``) stay clean. 0 = clean context (Self-Forcing).
         anchor_level: for a model with an anchor-level input (``WanConfig.anchor_level``): the
             noise std it is told its anchors and clean context carry, on every pass. 0 (the
-            default) says they are exact, so it copies what stands still; a small value asks it
-            to restore its own generated context a little, as it learnt on noised context.
+            default) says they are exact, as in the clean clips of its training; a small value
+            says its own generated context is a little off, as the noised clips were.
     """
 
     latent_hw: tuple[int, int] = (16, 16)

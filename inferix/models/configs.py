@@ -56,8 +56,9 @@ class WanConfig:
         anchor_level: the forward takes ``anchor_level=``, the std of the Gaussian noise on the anchor
             and the clean context (0 = clean), embedded like a timestep and added to the time
             embedding (zero-initialised output layer, so a model that gains it starts unchanged).
-            Training with context noise labelled this way lets the model copy a clean anchor exactly
-            and still restore a noisy one; unlabelled, it must denoise every anchor blindly.
+            Unlabelled context noise leaves a model to denoise every anchor blindly; labelled, it can
+            learn to copy a clean anchor and still restore a noisy one (at CPU scale, 210 fine-tune
+            steps, the reference model did not yet use it: weights/reference_world/HISTORY.md).
 
     ``in_channels == 2 * out_channels`` means the model is conditioned on the previous clean latent
     frame by channel concatenation (:attr:`conditions_on_previous_frame`, the way Wan2.1-I2V
