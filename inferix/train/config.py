@@ -188,7 +188,7 @@ class OptimConfig:
             commits at t = 0) — the main cause of drift in long rollouts.
         context_noise_clean: share of clips whose context stays clean while ``context_noise`` is on
             (with ``model.anchor_level: true`` the model is told each clip's std, so these clips
-            teach it to copy a clean anchor exactly).
+            are where level 0 means "copy what stands still").
         context_noise_from_step: step at which ``context_noise`` switches on (a curriculum: first
             learn to copy and move clean context).
         motion_weight: per-pixel loss weight ``1 + motion_weight * |x0_f - x0_(f-1)|`` (mean over

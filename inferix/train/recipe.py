@@ -208,8 +208,9 @@ def still_anchor_error(lm: LoadedModel, clip: Clip, block_frames: int, action_id
     with an anchor-level input is told the std (``tell=False`` tells it 0 whatever the noise: how
     much it relies on the label). Returns, per std, the mean abs error in grey levels (0-255) of the
     x0 the model implies against the still frame, one value per row. Copying the anchor scores 0
-    at std 0 and the noise's own size above it; session 20 measured 2-3 grey levels on edges for
-    the shipped model at std 0, where its input holds the answer.
+    at std 0 and the noise's own size above it. Session 21 measured the shipped model at std 0, where
+    its input holds the answer, on the smoke renders: 2.7 grey levels on Atari, 6 on physics and
+    robotics content (``bench/bench_teacher_forced.py --still``).
     """
     import torch
 
@@ -264,7 +265,7 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
             context for the rest, whose targets stay the reference (0 = never).
         context_noise_clean: share of clips whose context stays clean while ``context_noise`` is on.
             A model with :attr:`~inferix.models.configs.WanConfig.anchor_level` is told each clip's
-            std; then clean clips teach it to copy a clean anchor exactly.
+            std, so these clips are where level 0 means "copy what stands still".
     """
     import torch
 
