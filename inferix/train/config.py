@@ -170,6 +170,9 @@ class OptimConfig:
         steps: optimiser steps.
         batch_size: clips per step.
         lr: AdamW peak learning rate (linear warm-up over ``warmup`` steps, then ``lr_decay``).
+        lr_mult: ``{parameter-name prefix: factor}``: those parameters train at ``factor`` times the
+            rate (a layer a stage adds, such as ``anchor_level_embedder``, can learn faster than
+            the trained trunk around it). The longest matching prefix wins; every prefix must match.
         warmup: warm-up steps.
         lr_decay: after the warm-up, ``constant`` or ``cosine`` (half a cosine from ``lr`` to 0 at
             ``steps``; a fine-tune that ends at a small step size settles into the minimum a constant
@@ -213,6 +216,7 @@ class OptimConfig:
     steps: int = 1000
     batch_size: int = 8
     lr: float = 1e-3
+    lr_mult: dict[str, float] = field(default_factory=dict)
     warmup: int = 50
     lr_decay: str = "constant"
     weight_decay: float = 0.01
@@ -360,6 +364,10 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     if cfg.train.context_noise_clean > 0 and not cfg.wan_config().anchor_level:
         logger.warning("train.context_noise_clean without model.anchor_level: the model is not told which "
                        "clips are clean, so it still has to denoise every anchor blindly")
+    bad_mult = {k: v for k, v in cfg.train.lr_mult.items()
+                if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0}
+    if bad_mult:
+        raise ValueError(f"train.lr_mult factors must be numbers > 0, got {bad_mult}")
     if cfg.train.autocast not in ("none", "bf16"):
         raise ValueError(f"train.autocast must be 'none' or 'bf16', got {cfg.train.autocast!r}")
     if cfg.train.lr_decay not in ("constant", "cosine"):
@@ -374,7 +382,7 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
 # resolve against the folder of the file that names them)
 _PATH_KEYS = {"out_dir", "init_from", "data.roots", "codec.init_from"}
 # section.key mappings whose own keys are names that may hold dots (generator ids such as ``gaming.maze``)
-_NAMED_MAPPINGS = {("data", "weights"), ("sampler", "content_grids"), ("actions", "map")}
+_NAMED_MAPPINGS = {("data", "weights"), ("sampler", "content_grids"), ("actions", "map"), ("train", "lr_mult")}
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainState", "Trainer", "block_forward", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
+__all__ = ["TrainState", "Trainer", "block_forward", "param_groups", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
            "still_anchor_error", "teacher_forced_error", "train"]
 
 
@@ -349,6 +349,28 @@ def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) ->
     model.load_state_dict(state)
 
 
+def param_groups(model: torch.nn.Module, lr_mult: dict[str, float]) -> list[dict[str, Any]]:
+    """AdamW parameter groups for ``train.lr_mult``: one group per factor (``lr_mult`` kept in the
+    group, so a checkpoint restores it), each parameter in the group of its longest matching name
+    prefix, the rest at factor 1.
+
+    Raises:
+        ValueError: a prefix that matches no parameter (the message lists the top-level modules).
+    """
+    names = [n for n, _ in model.named_parameters()]
+    unused = [p for p in lr_mult if not any(n == p or n.startswith(p.rstrip(".") + ".") for n in names)]
+    if unused:
+        tops = sorted({n.split(".")[0] for n in names})
+        raise ValueError(f"train.lr_mult prefixes {unused} match no parameter of the model (its modules: "
+                         f"{', '.join(tops)})")
+    groups: dict[float, list[Any]] = {}
+    for n, p in model.named_parameters():
+        hits = [k for k in lr_mult if n == k or n.startswith(k.rstrip(".") + ".")]
+        factor = float(lr_mult[max(hits, key=len)]) if hits else 1.0
+        groups.setdefault(factor, []).append(p)
+    return [{"params": ps, "lr_mult": f} for f, ps in sorted(groups.items())]
+
+
 @dataclass
 class TrainState:
     """Bookkeeping that a checkpoint restores."""
@@ -418,8 +440,8 @@ class Trainer:
                                               progress=progress)
             self.lm.codec.ae.requires_grad_(False)
             self.data.encode_latents(self.lm.codec, progress=progress)
-        self.opt = torch.optim.AdamW(self.lm.model.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
-                                     betas=(0.9, 0.99))
+        self.opt = torch.optim.AdamW(param_groups(self.lm.model, cfg.train.lr_mult), lr=cfg.train.lr,
+                                     weight_decay=cfg.train.weight_decay, betas=(0.9, 0.99))
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.state = TrainState()
         self._text_memo: dict[str, torch.Tensor] = {}
@@ -451,7 +473,7 @@ class Trainer:
         self.data.crop = d.crop if not d.crop_steps or self.state.step < d.crop_steps else 0
         clip = self.data.sample(t.batch_size, self.gen)
         for g in self.opt.param_groups:
-            g["lr"] = self.lr_at(self.state.step)
+            g["lr"] = self.lr_at(self.state.step) * g.get("lr_mult", 1.0)
         ctx_noise = t.context_noise if self.state.step >= t.context_noise_from_step else 0.0
         motion = t.motion_weight if self.state.step >= t.motion_weight_from_step else 0.0
         with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=t.autocast == "bf16"):

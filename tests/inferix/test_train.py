@@ -373,6 +373,35 @@ def test_labelled_context_noise_tells_the_model_each_clips_std_and_leaves_a_shar
         config_from_dict(raw)
 
 
+def test_lr_mult_trains_the_named_layers_at_a_multiple_of_the_rate_and_a_checkpoint_keeps_it(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``train.lr_mult``: the parameters under a prefix form their own AdamW group at that factor of
+    the scheduled rate (warm-up and decay included), the group survives a checkpoint and resume,
+    and a prefix that names nothing is an error listing the model's modules."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    raw = toy_config(tmp_path / "a", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, anchor_level=True)
+    raw["train"]["lr_mult"] = {"anchor_level_embedder": 10.0}
+    tr = Trainer(config_from_dict(raw))
+    base, fast = tr.opt.param_groups
+    assert (base["lr_mult"], fast["lr_mult"]) == (1.0, 10.0)
+    assert {id(p) for p in fast["params"]} == {id(p) for p in tr.lm.model.anchor_level_embedder.parameters()}
+    tr.train_step()
+    assert fast["lr"] == pytest.approx(10 * base["lr"]) and base["lr"] == pytest.approx(tr.lr_at(0))
+    tr.save_checkpoint()
+    again = Trainer(config_from_dict(raw))
+    again.load_checkpoint()
+    assert [g["lr_mult"] for g in again.opt.param_groups] == [1.0, 10.0]
+    raw["train"]["lr_mult"] = {"anchor_embedder": 10.0}
+    with pytest.raises(ValueError, match=r"anchor_embedder.*anchor_level_embedder"):
+        Trainer(config_from_dict(raw))
+    raw["train"]["lr_mult"] = {"anchor_level_embedder": 0}
+    with pytest.raises(ValueError, match="lr_mult factors"):
+        config_from_dict(raw)
+
+
 def test_a_bundles_anchor_level_is_exported_and_served(toy_root: Path, tmp_path: Path) -> None:
     """``sampler.anchor_level`` reaches bundle.json and the engine config; an engine refuses a level
     for a model without the input, and a bundle written before the key existed serves level 0."""
