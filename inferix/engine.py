@@ -246,7 +246,7 @@ class Engine:
         self.codec = codec
         self.text_encoder = text_encoder
         self.config = cfg = config or EngineConfig()
-        if cfg.anchor_level and not getattr(model.config, "anchor_level", False):
+        if cfg.anchor_level and not model.config.anchor_level:
             raise ValueError(f"anchor_level={cfg.anchor_level} needs a model with an anchor-level input "
                              "(WanConfig.anchor_level); this one has none: leave anchor_level at 0")
         self.action_encoder = action_encoder

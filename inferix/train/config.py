@@ -355,13 +355,13 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
                          "key with its dot (data.weights: {gaming.maze: 2.0}, or --set data.weights.gaming.maze=2)")
     if cfg.data.block_frames < 1 or cfg.data.blocks_per_clip < 1:
         raise ValueError("data.block_frames and data.blocks_per_clip must be >= 1")
-    cfg.wan_config()  # raises on a bad model section
+    wan = cfg.wan_config()  # raises on a bad model section
     if not 0.0 <= cfg.data.crop_motion <= 1.0:
         raise ValueError(f"data.crop_motion {cfg.data.crop_motion} is a probability: give a value in [0, 1]")
     if not 0.0 <= cfg.train.context_noise_clean <= 1.0:
         raise ValueError(f"train.context_noise_clean {cfg.train.context_noise_clean} is a share of clips: "
                          "give a value in [0, 1]")
-    if cfg.train.context_noise_clean > 0 and not cfg.wan_config().anchor_level:
+    if cfg.train.context_noise_clean > 0 and not wan.anchor_level:
         logger.warning("train.context_noise_clean without model.anchor_level: the model is not told which "
                        "clips are clean, so it still has to denoise every anchor blindly")
     bad_mult = {k: v for k, v in cfg.train.lr_mult.items()

@@ -155,6 +155,28 @@ def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any,
     return model(x_t, sig_f.to(device) * 1000.0, text.to(device), backend, pos, actions.to(device), anchor, level)
 
 
+def _first_block_error(lm: LoadedModel, x0: torch.Tensor, seen: torch.Tensor, noise: torch.Tensor,
+                       truth: torch.Tensor, actions: torch.Tensor, text: Any, block_frames: int, sigma: float,
+                       level: torch.Tensor | None = None) -> list[float]:
+    """Mean abs error in grey levels, per row, of the x0 the model implies for the first block of
+    ``x0`` noised to ``sigma`` (later blocks pure noise, hidden by the mask), with ``seen`` as the
+    clean prefix and anchor, against ``truth`` (the decoded first block, ``[B, T, H, W, 3]``)."""
+    import torch
+
+    from inferix.models.vae import to_uint8
+
+    b, _, f = x0.shape[:3]
+    sig_f = torch.ones(b, f)
+    sig_f[:, 0] = 0.0
+    sig_f[:, 1 : 1 + block_frames] = float(sigma)
+    s = sig_f.to(x0)[:, None, :, None, None]
+    x_t = torch.where(s == 0, seen, (1 - s) * x0 + s * noise)
+    with torch.no_grad():
+        v = block_forward(lm.model, x_t, sig_f, text, actions, seen, block_frames, anchor_level=level)
+    pred = (x_t - s * v.to(x_t))[:, :, 1 : 1 + block_frames]
+    return (to_uint8(lm.codec.decode(pred)).float() - truth).abs().mean(dim=(1, 2, 3, 4)).tolist()
+
+
 def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: Any = None,
                          sigmas: tuple[float, ...] = (1.0, 0.2, 0.05, 0.01), seed: int = 0) -> dict[str, Any]:
     """How well the model predicts a clip's first block from the clean prefix, per noise level
@@ -171,30 +193,15 @@ def teacher_forced_error(lm: LoadedModel, clip: Clip, block_frames: int, text: A
 
     from inferix.models.vae import to_uint8
 
-    model = lm.model
     if text is None:
         text = torch.cat([lm.text_encoder(c) for c in clip.captions])
-    x0 = (clip.latents if clip.latents is not None else lm.codec.encode(clip.pixels)).to(model.device)
-    b, _, f, _, _ = x0.shape
+    x0 = (clip.latents if clip.latents is not None else lm.codec.encode(clip.pixels)).to(lm.model.device)
     noise = torch.randn(x0.shape, generator=torch.Generator().manual_seed(seed)).to(x0)
     truth = to_uint8(lm.codec.decode(x0[:, :, 1 : 1 + block_frames])).float()  # [B, T, H, W, 3]
     prefix = to_uint8(lm.codec.decode(x0[:, :, :1])).float()
-
-    def mae(pred: torch.Tensor) -> list[float]:
-        return (pred - truth).abs().mean(dim=(1, 2, 3, 4)).tolist()
-
-    out: dict[str, Any] = {"copy": mae(prefix.expand_as(truth)), "x0": {}}
-    for sigma in sigmas:
-        sig_f = torch.ones(b, f)
-        sig_f[:, 0] = 0.0
-        sig_f[:, 1 : 1 + block_frames] = float(sigma)
-        s = sig_f.to(x0)[:, None, :, None, None]
-        x_t = (1 - s) * x0 + s * noise
-        with torch.no_grad():
-            v = block_forward(model, x_t, sig_f, text, clip.actions, x0, block_frames)
-        pred = (x_t - s * v.to(x_t))[:, :, 1 : 1 + block_frames]
-        out["x0"][float(sigma)] = mae(to_uint8(lm.codec.decode(pred)).float())
-    return out
+    copy = (prefix.expand_as(truth) - truth).abs().mean(dim=(1, 2, 3, 4)).tolist()
+    return {"copy": copy, "x0": {float(sigma): _first_block_error(lm, x0, x0, noise, truth, clip.actions, text,
+                                                                  block_frames, sigma) for sigma in sigmas}}
 
 
 def still_anchor_error(lm: LoadedModel, clip: Clip, block_frames: int, action_id: int, text: Any = None,
@@ -216,32 +223,19 @@ def still_anchor_error(lm: LoadedModel, clip: Clip, block_frames: int, action_id
 
     from inferix.models.vae import to_uint8
 
-    model = lm.model
     px = clip.pixels if clip.pixels is not None else lm.codec.decode(clip.latents)
-    still = px[:, :, :1].expand_as(px).contiguous()
     if text is None:
         text = torch.cat([lm.text_encoder(c) for c in clip.captions])
-    x0 = lm.codec.encode(still).to(model.device)
-    b, _, f = x0.shape[:3]
+    x0 = lm.codec.encode(px[:, :, :1].expand_as(px).contiguous()).to(lm.model.device)
     draw = torch.Generator().manual_seed(seed)
     noise = torch.randn(x0.shape, generator=draw).to(x0)
     ctx_noise = torch.randn(x0.shape, generator=draw).to(x0)
     acts = torch.full_like(clip.actions, int(action_id))
     truth = to_uint8(lm.codec.decode(x0[:, :, 1 : 1 + block_frames])).float()
-    sig_f = torch.ones(b, f, device=x0.device)
-    sig_f[:, 0] = 0.0
-    sig_f[:, 1 : 1 + block_frames] = float(sigma)
-    s = sig_f[:, None, :, None, None]
-    out: dict[float, list[float]] = {}
-    for std in stds:
-        seen = x0 + float(std) * ctx_noise
-        x_t = torch.where(s == 0, seen, (1 - s) * x0 + s * noise)
-        level = torch.full((b,), float(std) if tell else 0.0)
-        with torch.no_grad():
-            v = block_forward(model, x_t, sig_f, text, acts, seen, block_frames, anchor_level=level)
-        pred = (x_t - s * v.to(x_t))[:, :, 1 : 1 + block_frames]
-        out[float(std)] = (to_uint8(lm.codec.decode(pred)).float() - truth).abs().mean(dim=(1, 2, 3, 4)).tolist()
-    return out
+    b = x0.shape[0]
+    return {float(std): _first_block_error(lm, x0, x0 + float(std) * ctx_noise, noise, truth, acts, text, block_frames,
+                                           sigma, torch.full((b,), float(std) if tell else 0.0))
+            for std in stds}
 
 
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
@@ -357,15 +351,18 @@ def param_groups(model: torch.nn.Module, lr_mult: dict[str, float]) -> list[dict
     Raises:
         ValueError: a prefix that matches no parameter (the message lists the top-level modules).
     """
+    def under(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix.rstrip(".") + ".")
+
     names = [n for n, _ in model.named_parameters()]
-    unused = [p for p in lr_mult if not any(n == p or n.startswith(p.rstrip(".") + ".") for n in names)]
+    unused = [p for p in lr_mult if not any(under(n, p) for n in names)]
     if unused:
         tops = sorted({n.split(".")[0] for n in names})
         raise ValueError(f"train.lr_mult prefixes {unused} match no parameter of the model (its modules: "
                          f"{', '.join(tops)})")
     groups: dict[float, list[Any]] = {}
     for n, p in model.named_parameters():
-        hits = [k for k in lr_mult if n == k or n.startswith(k.rstrip(".") + ".")]
+        hits = [k for k in lr_mult if under(n, k)]
         factor = float(lr_mult[max(hits, key=len)]) if hits else 1.0
         groups.setdefault(factor, []).append(p)
     return [{"params": ps, "lr_mult": f} for f, ps in sorted(groups.items())]
