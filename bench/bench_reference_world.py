@@ -6,6 +6,13 @@
    and per game; plus two ceilings: the reference squeezed through the model's generation size
    (``reference@Npx``) and, in addition, through its codec (``reference@codec``: what a perfect
    DiT would score — for a learned codec this is the first number to check).
+   Every chunk a model gets wrong is also given its reason: ``lost`` (the tracker finds the
+   agent sprite in under half the chunk's frames: the model dissolved or recoloured it),
+   ``still`` (found, but it did not move although the action moves it), ``moved`` (it moved
+   under a still action) or ``wrong_way``; and ``persistence`` is the share of frames in which
+   the agent is found at all, in the generated video and in the reference. A model whose
+   failures are all ``lost`` needs to keep its sprites before it can show that it follows the
+   actions. Camera-driven cases (the maze) have no ``lost``.
 2. **One block from a clean frame** (``--one-block``): per game, one block generated from a single
    reference frame with its chunk's action and caption (the engine's pipeline and sampler), scored
    on the latent cells that change in the reference: the model's squared error over that of
@@ -166,21 +173,70 @@ def save_strip(path: Path, frames: np.ndarray, reference: np.ndarray, n: int = 1
     Image.fromarray(np.concatenate([rows[0], sep, rows[1]], 0)).save(path)
 
 
+FAILURE_REASONS = ("lost", "still", "moved", "wrong_way")
+# under this share of a chunk's frames with the agent found, the chunk failed because the sprite was lost
+MIN_FOUND = 0.5
+
+
+def failure_reason(chunk: Any, found: float | None, floor: float) -> str | None:
+    """Why a chunk of ``analyze_following`` failed: ``None`` when it did not (``direction_ok``),
+    else one of :data:`FAILURE_REASONS`. ``found``: the share of the chunk's frames in which the
+    agent sprite was found (``None`` for camera targets: nothing to lose); ``floor``: the speed
+    below which the track calls the motion still (``TRANSLATE_FLOOR``)."""
+    if chunk.direction_ok:
+        return None
+    if found is not None and found < MIN_FOUND:
+        return "lost"
+    v = np.asarray(chunk.mean_motion, dtype=float)
+    if not np.isfinite(v).all():
+        return "lost"
+    speed = float(np.linalg.norm(v))
+    should_move = chunk.mode != "none" and chunk.expectation != "reference"
+    if chunk.expectation == "reference":  # judged against the reference's own (e.g. wall-stopped) motion
+        return "moved" if speed > floor else "still"
+    if should_move:
+        return "still" if speed <= floor else "wrong_way"
+    return "moved"
+
+
+def found_shares(frames: np.ndarray, case: Any) -> list[float | None]:
+    """Per chunk of ``case``: the share of its frames in which the tracker finds the agent sprite
+    (the interaction track's colour tracker); ``None`` for every chunk when the case has no agent
+    appearance (camera-driven cases)."""
+    from tracks.interaction.actions import agent_appearance
+    from tracks.interaction.motion import agent_motion
+
+    app = agent_appearance(case)
+    if not app:
+        return [None] * len(case.chunks)
+    areas = agent_motion(frames, app).areas
+    out: list[float | None] = []
+    for ch in case.chunks:
+        seg = areas[ch.frame_start : min(ch.frame_end, len(areas))]
+        out.append(float(np.mean(seg > 0)) if len(seg) else None)
+    return out
+
+
 def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None = None,
                        options: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
     """Per model spec: direction accuracy over ``cases`` in all, per game, per action and chunk by
     chunk; ``options`` gives a spec its model options (``--option`` for the trained model)."""
-    from tracks.interaction.following import analyze_following
+    from tracks.interaction.following import TRANSLATE_FLOOR, analyze_following
     from worldolympiad.video.io import read_video
 
     out: dict[str, Any] = {}
     refs = {c.id: read_video(c.resolve(c.reference)).frames for c in cases}
+    ref_found_by_case = {c.id: found_shares(refs[c.id], c) for c in cases}
     for spec in specs:
         model = _model(spec, **(options or {}).get(spec, {}))
         ok: list[bool] = []
         per_game: dict[str, list[bool]] = defaultdict(list)
         per_action: dict[str, list[bool]] = defaultdict(list)
         per_case: dict[str, list[bool]] = {}  # chunk by chunk: two runs compare paired, not just in total
+        per_case_why: dict[str, list[str | None]] = {}
+        why: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FAILURE_REASONS, 0))
+        seen: dict[str, list[float]] = defaultdict(list)  # per case: share of frames with the agent found
+        seen_ref: dict[str, list[float]] = defaultdict(list)
         t0 = time.perf_counter()
         errors = []
         for case in cases:
@@ -195,6 +251,17 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
             if strips is not None:
                 save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
             per_case[case.id] = [bool(ch.direction_ok) for ch in rep.chunks]
+            found = dict(zip([c.index for c in case.chunks], found_shares(frames, case), strict=True))
+            reasons = [failure_reason(ch, found.get(ch.index), TRANSLATE_FLOOR) for ch in rep.chunks]
+            per_case_why[case.id] = reasons
+            for r in reasons:
+                if r is not None:
+                    why[_game(case)][r] += 1
+            shares = [f for f in found.values() if f is not None]
+            if shares:
+                seen[_game(case)].append(float(np.mean(shares)))
+                ref_found = [f for f in ref_found_by_case[case.id] if f is not None]
+                seen_ref[_game(case)].append(float(np.mean(ref_found)) if ref_found else float("nan"))
             for ch in rep.chunks:
                 ok.append(ch.direction_ok)
                 per_game[_game(case)].append(ch.direction_ok)
@@ -206,11 +273,21 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
             "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
             "per_action": {a: round(float(np.mean(v)), 3) for a, v in sorted(per_action.items())},
             "per_case": per_case,
+            "why": {g: dict(r) for g, r in sorted(why.items())},
+            "per_case_why": per_case_why,
+            "persistence": {g: {"generated": round(float(np.mean(v)), 3), "reference": round(float(np.mean(seen_ref[g])), 3)}
+                            for g, v in sorted(seen.items())},
             "seconds": round(time.perf_counter() - t0, 1),
             "errors": errors,
         }
         print(f"{spec:34s} direction accuracy {out[spec]['direction_accuracy']}  ({len(ok)} chunks, "
               f"{out[spec]['seconds']} s)  per game {out[spec]['per_game']}", flush=True)
+        for g in sorted(set(why) | set(seen)):
+            failed = ", ".join(f"{r} {n}" for r, n in why[g].items() if n) or "none"
+            pers = out[spec]["persistence"].get(g)
+            agent = (f"; agent found in {pers['generated']:.0%} of frames (reference {pers['reference']:.0%})"
+                     if pers else "")
+            print(f"    {g:10s} failed chunks: {failed}{agent}", flush=True)
     return out
 
 
