@@ -6,6 +6,8 @@ Only the on-disk layout is used (``inferix`` imports none of the benchmark packa
     ROOT/cases/<id>.json       id, scenario, fps, num_frames, resolution [H, W], prompt,
                                chunks [{frame_start, frame_end, caption, action}], reference
     ROOT/videos/<id>.mp4       the reference video (decoded with PyAV)
+    ROOT/ground_truth/<id>.npz ``masks`` [T, H, W] object ids (0 = background), read only for
+                               ``train.object_share`` (the case's ``metadata.ground_truth_files``)
 
 Each video is decoded once, resized (OpenCV area filter, as ``LoadedModel.encode_image`` does)
 to the pixel grid the engine will use for that case's resolution and content (a bundle's
@@ -122,6 +124,8 @@ class VideoRecord:
             so every frame is encoded once instead of every step).
         generator: the scenario generator that rendered it (``gaming.atari_pong``...; the case's
             ``metadata.generator``), empty when the case does not say.
+        objects: ``uint8 [T, H, W]`` share of each pixel covered by a ground-truth object, 0-255,
+            at the model grid (``None``: not read, or the render has no masks).
     """
 
     case_id: str
@@ -131,6 +135,7 @@ class VideoRecord:
     captions: list[str]
     latents: np.ndarray | None = None
     generator: str = ""
+    objects: np.ndarray | None = None
 
     @property
     def hw(self) -> tuple[int, int]:
@@ -154,6 +159,8 @@ class Clip:
         case_ids: source case per row.
         starts: first frame of each clip in its video.
         latents: ``float32 [B, C, F, h, w]`` cached codec latents (see :meth:`ClipDataset.encode_latents`).
+        objects: ``float32 [B, 1, F, H, W]`` share of each pixel covered by a ground-truth object
+            (zeros for a row whose video has no masks; ``None`` when the dataset reads no masks).
     """
 
     pixels: torch.Tensor | None
@@ -162,6 +169,7 @@ class Clip:
     case_ids: list[str]
     starts: list[int]
     latents: torch.Tensor | None = None
+    objects: torch.Tensor | None = None
 
 
 class ClipDataset:
@@ -172,6 +180,7 @@ class ClipDataset:
         actions: the ``actions`` section (vocabulary + map).
         pixel_hw_for: ``(case resolution (H, W), generator name)`` -> the pixel grid the engine
             uses for that case (``lm.pixel_hw(lm.latent_hw_for(hw, content))``).
+        object_masks: also read each render's ground-truth object masks (``train.object_share``).
 
     Raises:
         ValueError: a chunk action that neither the vocabulary nor the map knows (the message
@@ -179,8 +188,10 @@ class ClipDataset:
     """
 
     def __init__(self, data: DataConfig, actions: ActionsConfig,
-                 pixel_hw_for: Callable[[tuple[int, int], str | None], tuple[int, int]]) -> None:
+                 pixel_hw_for: Callable[[tuple[int, int], str | None], tuple[int, int]],
+                 object_masks: bool = False) -> None:
         self.data = data
+        self.object_masks = object_masks
         self.vocab = list(actions.vocabulary)
         self.map = dict(actions.map)
         self.default = actions.default
@@ -214,6 +225,9 @@ class ClipDataset:
             self.groups.setdefault(v.hw, []).append(i)
         logger.info("training data: %d videos, %d frames, grids %s", len(self.videos),
                     sum(len(v.frames) for v in self.videos), sorted(self.groups))
+        if object_masks:
+            logger.info("object masks: %d of %d videos", sum(v.objects is not None for v in self.videos),
+                        len(self.videos))
 
     def action_id(self, action: Any) -> int | None:
         name = _action_name(action)
@@ -250,7 +264,36 @@ class ClipDataset:
             s, e = int(ch["frame_start"]), min(int(ch["frame_end"]), t)
             ids[s:e] = a
             caps[s:e] = [str(ch.get("caption") or case.get("prompt", ""))] * max(0, e - s)
-        return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps, generator=generator)
+        objects = self._object_masks(case, path, t, (h, w)) if self.object_masks else None
+        return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps, generator=generator,
+                           objects=objects)
+
+    @staticmethod
+    def _object_masks(case: dict[str, Any], path: Path, frames: int, hw: tuple[int, int]) -> np.ndarray | None:
+        """``uint8 [T, H, W]``: the share of each pixel of the model grid ``hw`` that a ground-truth
+        object covers (the render's ``masks``, any id > 0, area-resized), or ``None`` (with a
+        warning when the case names masks it does not deliver)."""
+        import cv2
+
+        files = (case.get("metadata") or {}).get("ground_truth_files") or {}
+        if not files.get("has_masks") or not files.get("arrays"):
+            return None
+        arrays = (path.parent / files["arrays"]).resolve()
+        try:
+            with np.load(arrays) as z:
+                masks = z["masks"]
+        except (OSError, KeyError, ValueError) as e:
+            logger.warning("case %s: no object masks in %s (%s); its clips are unweighted", case["id"], arrays, e)
+            return None
+        if masks.ndim != 3 or len(masks) != frames:
+            logger.warning("case %s: masks of shape %s do not match its %d frames; its clips are unweighted",
+                           case["id"], masks.shape, frames)
+            return None
+        h, w = hw
+        cover = (masks > 0).astype(np.float32)
+        if cover.shape[1:] != (h, w):
+            cover = np.stack([cv2.resize(m, (w, h), interpolation=cv2.INTER_AREA) for m in cover])
+        return np.round(np.clip(cover, 0.0, 1.0) * 255).astype(np.uint8)
 
     def encode_latents(self, codec: Any, batch: int = 32, progress: bool = False) -> None:
         """Encode every frame once with the (frozen) ``codec``; later batches are cut from the cache."""
@@ -295,15 +338,16 @@ class ClipDataset:
         rows = torch.multinomial(vw, batch_size, replacement=True, generator=generator).tolist()
         return g, [idx[r] for r in rows]
 
-    def _crop(self, clip: np.ndarray, stride: int, generator: torch.Generator) -> np.ndarray:
-        """A random ``data.crop``-pixel window of ``clip`` ``[F, H, W, C]`` (cells of ``stride`` pixels);
-        the whole clip when cropping is off or the grid is no larger than the window. With probability
-        ``data.crop_motion`` the window is centred on a cell drawn in proportion to its change over
-        the clip (clamped inside the grid); a clip that does not change gets a uniform window."""
+    def _crop(self, clip: np.ndarray, stride: int, generator: torch.Generator) -> tuple[slice, slice]:
+        """Rows and columns of a random ``data.crop``-pixel window of ``clip`` ``[F, H, W, C]`` (cells of
+        ``stride`` pixels); the whole clip when cropping is off or the grid is no larger than the
+        window. With probability ``data.crop_motion`` the window is centred on a cell drawn in
+        proportion to its change over the clip (clamped inside the grid); a clip that does not
+        change gets a uniform window."""
         import torch
 
         if not self.crop:
-            return clip
+            return slice(None), slice(None)
         ch = min(clip.shape[1], self.crop // stride)
         cw = min(clip.shape[2], self.crop // stride)
         if self.data.crop_motion and float(torch.rand((), generator=generator)) < self.data.crop_motion:
@@ -313,10 +357,10 @@ class ClipDataset:
                 cy, cx = divmod(i, change.shape[1])
                 y = min(max(cy - ch // 2, 0), clip.shape[1] - ch)
                 x = min(max(cx - cw // 2, 0), clip.shape[2] - cw)
-                return clip[:, y : y + ch, x : x + cw]
+                return slice(y, y + ch), slice(x, x + cw)
         y = int(torch.randint(0, clip.shape[1] - ch + 1, (1,), generator=generator))
         x = int(torch.randint(0, clip.shape[2] - cw + 1, (1,), generator=generator))
-        return clip[:, y : y + ch, x : x + cw]
+        return slice(y, y + ch), slice(x, x + cw)
 
     def _block_actions(self, v: VideoRecord, start: int) -> np.ndarray:
         """Action ids of the clip of ``v`` at ``start``: per block, the action at the block's first
@@ -339,15 +383,28 @@ class ClipDataset:
             raise ValueError(f"{v.case_id}: a clip of {self.clip_frames} frames cannot start at frame {start} "
                              f"of {len(v.frames)}")
         x = torch.from_numpy(v.frames[start : start + self.clip_frames]).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
+        objects = None
+        if self.object_masks:
+            objects = self._objects(v, start, slice(None), slice(None))[None, None]
         return Clip(x, torch.from_numpy(self._block_actions(v, start))[None], [v.captions[start + 1]], [v.case_id],
-                    [start])
+                    [start], objects=objects)
+
+    def _objects(self, v: VideoRecord, start: int, rows: slice, cols: slice) -> torch.Tensor:
+        """``float32 [F, h, w]`` object cover of ``v``'s clip at ``start`` in the pixel window
+        ``rows`` x ``cols`` (zeros for a video without masks)."""
+        import torch
+
+        if v.objects is None:
+            h, w = v.hw
+            return torch.zeros(self.clip_frames, h, w)[:, rows, cols].contiguous()
+        return torch.from_numpy(np.ascontiguousarray(v.objects[start : start + self.clip_frames, rows, cols])).float() / 255.0
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Clip:
         """A batch of clips from one grid group (all randomness from ``generator``)."""
         import torch
 
         _, vids = self.draw_videos(batch_size, generator)
-        pix, acts, caps, ids, starts = [], [], [], [], []
+        pix, acts, caps, ids, starts, objs = [], [], [], [], [], []
         for vi in vids:
             v = self.videos[vi]
             s = int(torch.randint(0, len(v.frames) - self.clip_frames + 1, (1,), generator=generator))
@@ -355,17 +412,25 @@ class ClipDataset:
             a = self._block_actions(v, s)
             drop = float(torch.rand((), generator=generator)) < self.data.caption_dropout
             if v.latents is None:
-                clip = self._crop(clip, 1, generator)  # [F, H, W, 3]
+                rows, cols = self._crop(clip, 1, generator)
+                clip = clip[:, rows, cols]  # [F, H, W, 3]
             else:
-                clip = self._crop(v.latents[s : s + self.clip_frames].transpose(0, 2, 3, 1),
-                                  v.frames.shape[1] // v.latents.shape[2], generator).transpose(0, 3, 1, 2)
+                stride = v.frames.shape[1] // v.latents.shape[2]
+                cells = v.latents[s : s + self.clip_frames].transpose(0, 2, 3, 1)
+                rows, cols = self._crop(cells, stride, generator)
+                clip = cells[:, rows, cols].transpose(0, 3, 1, 2)
+                rows, cols = (slice(None if r.start is None else r.start * stride,
+                                    None if r.stop is None else r.stop * stride) for r in (rows, cols))
+            if self.object_masks:
+                objs.append(self._objects(v, s, rows, cols))
             pix.append(torch.from_numpy(np.ascontiguousarray(clip)))
             acts.append(torch.from_numpy(a))
             caps.append("" if drop else v.captions[s + 1])
             ids.append(v.case_id)
             starts.append(s)
+        objects = torch.stack(objs)[:, None] if objs else None  # [B, 1, F, H, W]
         if self.videos[vids[0]].latents is not None:
             z = torch.stack(pix).permute(0, 2, 1, 3, 4).contiguous()  # [B, C, F, h, w]
-            return Clip(None, torch.stack(acts), caps, ids, starts, latents=z)
+            return Clip(None, torch.stack(acts), caps, ids, starts, latents=z, objects=objects)
         x = torch.stack(pix).permute(0, 4, 1, 2, 3).float() / 127.5 - 1.0  # [B, 3, F, H, W]
-        return Clip(x, torch.stack(acts), caps, ids, starts)
+        return Clip(x, torch.stack(acts), caps, ids, starts, objects=objects)

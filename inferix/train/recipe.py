@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["TrainState", "Trainer", "block_forward", "param_groups", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
-           "still_anchor_error", "teacher_forced_error", "train"]
+           "object_weights", "still_anchor_error", "teacher_forced_error", "train"]
 
 
 def sample_block_sigmas(batch: int, blocks: int, shift: float, teacher_forcing: float,
@@ -238,10 +238,33 @@ def still_anchor_error(lm: LoadedModel, clip: Clip, block_frames: int, action_id
             for std in stds}
 
 
+def object_weights(objects: torch.Tensor, grid: tuple[int, int, int], share: float) -> torch.Tensor:
+    """Per-cell loss weights ``[B, 1, F, h, w]`` that give a clip's objects ``share`` of its weight.
+
+    ``objects`` ``[B, 1, F, H, W]`` is the share of each pixel an object covers; it is averaged onto
+    the latent ``grid`` ``(F, h, w)``, and a cell counts where an object is or was a frame earlier
+    (leaving a place is as much the object's motion as arriving). Per clip, with ``p`` the mean
+    cover over the noisy frames (all but the prefix), covered cells weigh
+    ``alpha = share (1 - p) / ((1 - share) p)`` times the rest, so they hold ``share`` of the weight,
+    never less than 1 (objects that already cover more than ``share`` are not weighed down); a
+    clip without objects keeps weight 1 everywhere.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    m = F.adaptive_avg_pool3d(objects.float(), grid)  # [B, 1, F, h, w]
+    m = torch.maximum(m, torch.cat([m[:, :, :1], m[:, :, :-1]], 2))
+    p = m[:, :, 1:].mean(dim=(1, 2, 3, 4))  # [B]
+    alpha = torch.where(p > 0, share * (1 - p) / ((1 - share) * p.clamp_min(1e-12)), torch.ones_like(p))
+    alpha = alpha.clamp_min(1.0)
+    return 1 + (alpha - 1)[:, None, None, None, None] * m
+
+
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
                            teacher_forcing: float, generator: torch.Generator,
                            context_noise: float = 0.0, motion_weight: float = 0.0,
-                           rollout: float = 0.0, context_noise_clean: float = 0.0) -> torch.Tensor:
+                           rollout: float = 0.0, context_noise_clean: float = 0.0,
+                           object_share: float = 0.0) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -260,6 +283,8 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         context_noise_clean: share of clips whose context stays clean while ``context_noise`` is on.
             A model with :attr:`~inferix.models.configs.WanConfig.anchor_level` is told each clip's
             std, so these clips are where level 0 means "copy what stands still".
+        object_share: share of each clip's loss weight on its ground-truth objects (``clip.objects``,
+            where an object is or was a frame earlier; :func:`object_weights`). 0 = off.
     """
     import torch
 
@@ -304,10 +329,15 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         err = (x_t.float() - s * v.float() - x0) ** 2
     else:
         err = (v.float() - (noise - x0)) ** 2  # [B, C, F, h, w]
+    wmap = None
     if motion_weight > 0:
         change = torch.zeros_like(x0[:, :1])  # [B, 1, F, h, w]; the prefix has no loss anyway
         change[:, :, 1:] = (x0[:, :, 1:] - x0[:, :, :-1]).abs().mean(1, keepdim=True)
         wmap = 1 + motion_weight * change
+    if object_share > 0 and clip.objects is not None:
+        omap = object_weights(clip.objects.to(device), tuple(x0.shape[2:]), object_share)
+        wmap = omap if wmap is None else wmap * omap
+    if wmap is not None:
         err = err * (wmap / wmap[:, :, 1:].mean(dim=(2, 3, 4), keepdim=True))
     per_frame = err.mean(dim=(1, 3, 4))  # [B, F]
     weight = (sig_f > 0).float()
@@ -426,7 +456,9 @@ class Trainer:
                 self.lm.model.proj_out.bias.zero_()
         self.lm.model.train()
         self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
-        self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions, lambda hw, content: self.lm.pixel_hw(self.lm.latent_hw_for(hw, content)))
+        self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions,
+                                             lambda hw, content: self.lm.pixel_hw(self.lm.latent_hw_for(hw, content)),
+                                             object_masks=cfg.train.object_share > 0)
         self.codec_info: dict[str, Any] | None = None
         if cfg.codec.type == "tiny_ae":
             if codec is None and not cfg.codec.init_from:
@@ -477,7 +509,8 @@ class Trainer:
             loss = diffusion_forcing_loss(self.lm, clip, self.cfg.data.block_frames, self.text(clip.captions),
                                           shift=t.timestep_shift, teacher_forcing=t.teacher_forcing,
                                           generator=self.gen, context_noise=ctx_noise, motion_weight=motion,
-                                          rollout=t.rollout, context_noise_clean=t.context_noise_clean)
+                                          rollout=t.rollout, context_noise_clean=t.context_noise_clean,
+                                          object_share=t.object_share)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

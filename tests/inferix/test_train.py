@@ -711,7 +711,8 @@ def test_motion_crop_windows_hold_what_moves(toy_root: Path, tmp_path: Path) -> 
         g = torch.Generator().manual_seed(0)
         out = []
         for _ in range(n):
-            w = data._crop(clip, 1, g)
+            rows, cols = data._crop(clip, 1, g)
+            w = clip[:, rows, cols]
             assert w.shape == (5, 16, 16, 3)
             out.append(bool((w == 230).any()))
         return out
@@ -719,7 +720,8 @@ def test_motion_crop_windows_hold_what_moves(toy_root: Path, tmp_path: Path) -> 
     assert all(hits(1.0))
     assert np.mean(hits(0.0)) < 0.3
     static = np.full((5, 64, 64, 3), 30, np.uint8)
-    assert data._crop(static, 1, torch.Generator().manual_seed(0)).shape == (5, 16, 16, 3)
+    rows, cols = data._crop(static, 1, torch.Generator().manual_seed(0))
+    assert static[:, rows, cols].shape == (5, 16, 16, 3)
 
 
 def test_cosine_lr_decays_from_the_peak_to_zero_after_warmup(toy_root: Path, tmp_path: Path) -> None:
@@ -1005,3 +1007,115 @@ def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_ro
         assert tr.codec_info is not None and tr.codec_info["decoder_steps"] == 5
     losses = [tr.train_step() for _ in range(30)]
     assert np.mean(losses[-6:]) < 0.7 * np.mean(losses[:6]), losses
+
+
+def _with_object_masks(root: Path, skip: tuple[str, ...] = ()) -> Path:
+    """Ground-truth masks for the toy render, as `worldolympiad scenarios render` writes them: the
+    square is object 1 wherever its pixels are bright (``ground_truth/<id>.npz`` ``masks``, named in
+    the case's ``metadata.ground_truth_files``); cases in ``skip`` say they have none."""
+    from inferix.train.data import read_cases, read_video_rgb
+
+    (root / "ground_truth").mkdir(exist_ok=True)
+    for case, path in read_cases(root):
+        frames = read_video_rgb((path.parent / case["reference"]).resolve())
+        np.savez(root / "ground_truth" / f"{case['id']}.npz", masks=(frames[..., 0] > 150).astype(np.int32))
+        files = {"arrays": f"../ground_truth/{case['id']}.npz", "has_masks": case["id"] not in skip}
+        case["metadata"] = {**case.get("metadata", {}), "ground_truth_files": files}
+        path.write_text(json.dumps(case))
+    return root
+
+
+@pytest.fixture(scope="module")
+def masked_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = write_rendered_folder(tmp_path_factory.mktemp("toy_masks") / "render")
+    return _with_object_masks(root, skip=("toy-3",))
+
+
+def test_object_masks_are_read_at_the_model_grid_and_cut_with_each_clip(masked_root: Path, tmp_path: Path) -> None:
+    from inferix.train.data import ClipDataset
+
+    cfg = toy_config(tmp_path, masked_root)
+    half = SIZE // 2
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw, content: (half, half), object_masks=True)
+    by_id = {v.case_id: v for v in ds.videos}
+    assert by_id["toy-3"].objects is None  # its case says it has no masks
+    cover = by_id["toy-0"].objects
+    assert cover.shape == (FRAMES, half, half) and cover.dtype == np.uint8
+    # the 8 x 8 square covers 4 x 4 cells of the half-size grid, whole
+    assert int((cover[0] == 255).sum()) == 16 and int((cover[0] > 0).sum()) <= 25
+    clip = ds.sample(8, torch.Generator().manual_seed(0))
+    assert tuple(clip.objects.shape) == (8, 1, 5, half, half)
+    for row, (cid, s) in enumerate(zip(clip.case_ids, clip.starts, strict=True)):
+        want = np.zeros((5, half, half)) if by_id[cid].objects is None else by_id[cid].objects[s : s + 5] / 255.0
+        assert np.allclose(clip.objects[row, 0].numpy(), want)
+        if by_id[cid].objects is not None:  # the cover is where the square's bright pixels are
+            bright = clip.pixels[row, 0] > 0.5
+            assert bool((clip.objects[row, 0][bright] > 0.5).all())
+    # windows cut the masks with the frames
+    cfg.data.crop = 8
+    ds.crop = 8
+    clip = ds.sample(8, torch.Generator().manual_seed(1))
+    assert tuple(clip.objects.shape) == (8, 1, 5, 8, 8)
+    bright, cover = clip.pixels[:, 0] > 0.5, clip.objects[:, 0]
+    assert bool((cover[bright] > 0.5).all()) and not bool(bright[cover == 0].any())
+    assert bool(bright[cover > 0.99].all())  # a cell the square covers whole is the square's colour
+    # without the option nothing is read
+    assert ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw).sample(2, torch.Generator()).objects is None
+
+
+def test_object_weights_give_the_objects_their_share_and_never_weigh_them_down() -> None:
+    from inferix.train.recipe import object_weights
+
+    objects = torch.zeros(3, 1, 5, 8, 8)
+    objects[0, 0, :, 2:4, 2:4] = 1.0  # a 2 x 2 object standing still in row 0
+    objects[1, 0, :, :, :6] = 1.0  # row 1: an object covering 75 % of the frame
+    w = object_weights(objects, (5, 8, 8), 0.3)
+    on = objects[0, 0, 1:] > 0
+    share = float(w[0, 0, 1:][on].sum() / w[0, 0, 1:].sum())
+    assert share == pytest.approx(0.3, abs=1e-5)
+    assert torch.equal(w[1], torch.ones_like(w[1]))  # it already holds more than 30 %
+    assert torch.equal(w[2], torch.ones_like(w[2]))  # no object: unweighted
+    # a moving object: where it was a frame earlier counts too
+    moving = torch.zeros(1, 1, 3, 8, 8)
+    for f in range(3):
+        moving[0, 0, f, 0, f] = 1.0
+    w = object_weights(moving, (3, 8, 8), 0.3)
+    assert float(w[0, 0, 2, 0, 1]) > 1 and float(w[0, 0, 2, 0, 2]) > 1 and float(w[0, 0, 2, 0, 0]) == 1
+
+
+def test_object_share_reweights_only_clips_with_objects(masked_root: Path, tmp_path: Path) -> None:
+    from inferix.train.bundle import bundle_from_config
+    from inferix.train.data import ClipDataset
+    from inferix.train.recipe import diffusion_forcing_loss
+
+    cfg = toy_config(tmp_path, masked_root)
+    lm = bundle_from_config(cfg)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw, object_masks=True)
+    clip = ds.sample(4, torch.Generator().manual_seed(0))
+    text = torch.cat([lm.text_encoder(c) for c in clip.captions])
+
+    def loss(c, **kw: float) -> float:
+        with torch.no_grad():
+            return float(diffusion_forcing_loss(lm, c, 2, text, shift=1.0, teacher_forcing=1.0,
+                                                generator=torch.Generator().manual_seed(1), **kw))
+
+    base = loss(clip)
+    assert loss(clip, object_share=0.0) == base
+    assert loss(clip, object_share=0.3) != base
+    no_objects = type(clip)(clip.pixels, clip.actions, clip.captions, clip.case_ids, clip.starts,
+                            objects=torch.zeros_like(clip.objects))
+    assert loss(no_objects, object_share=0.3) == pytest.approx(base, rel=1e-6)
+
+
+def test_a_recipe_with_object_share_trains_on_the_masks(masked_root: Path, tmp_path: Path) -> None:
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    tr = Trainer(toy_config(tmp_path, masked_root, object_share=0.3))
+    assert tr.data.object_masks and sum(v.objects is not None for v in tr.data.videos) == 3
+    assert np.isfinite(tr.train_step())
+    assert not Trainer(toy_config(tmp_path / "off", masked_root)).data.object_masks
+    raw = toy_config(tmp_path, masked_root).to_dict()
+    raw["train"]["object_share"] = 1.0
+    with pytest.raises(ValueError, match="object_share"):
+        config_from_dict(raw)
