@@ -1119,3 +1119,29 @@ def test_a_recipe_with_object_share_trains_on_the_masks(masked_root: Path, tmp_p
     raw["train"]["object_share"] = 1.0
     with pytest.raises(ValueError, match="object_share"):
         config_from_dict(raw)
+
+
+def test_object_masks_follow_a_window_cut_from_cached_latents(masked_root: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a learned codec the window is cut in latent cells; the masks take the same window in pixels."""
+    import torch.nn.functional as F
+
+    from inferix.train.data import ClipDataset
+
+    class Pool4:  # a stand-in codec: 4 x 4 average pooling (what matters is the stride)
+        def encode(self, x: torch.Tensor) -> torch.Tensor:
+            return F.avg_pool3d(x, (1, 4, 4))
+
+    cfg = toy_config(tmp_path, masked_root)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw, object_masks=True)
+    ds.encode_latents(Pool4())
+    ds.crop = 8  # pixels: 2 x 2 cells
+    # cells rows 3-4, columns 2-3 = pixels 12-19 x 8-15, where the squares' row runs
+    monkeypatch.setattr(ds, "_crop", lambda clip, stride, gen: (slice(3, 5), slice(2, 4)))
+    clip = ds.sample(8, torch.Generator().manual_seed(0))
+    assert tuple(clip.latents.shape[-2:]) == (2, 2) and tuple(clip.objects.shape[-2:]) == (8, 8)
+    for row, (cid, s) in enumerate(zip(clip.case_ids, clip.starts, strict=True)):
+        v = next(v for v in ds.videos if v.case_id == cid)
+        want = (np.zeros((5, 8, 8)) if v.objects is None else v.objects[s : s + 5, 12:20, 8:16] / 255.0)
+        assert np.allclose(clip.objects[row, 0].numpy(), want)
+    assert float(clip.objects.sum()) > 0  # the window holds a square somewhere in the batch
