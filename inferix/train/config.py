@@ -208,6 +208,11 @@ class OptimConfig:
             of its pixels, so without it a 2-px sprite standing still weighs what the floor does,
             and the model lets it fade block by block (session 22). 0 = off; clips of videos
             without masks are unweighted.
+        object_share_skip: generators, families or scenarios (``data.weights`` keys) whose videos
+            ``object_share`` leaves unweighted (their masks are not read): content seen through a
+            moving camera, such as ``gaming.maze`` and ``flythrough``, whose walls are the
+            geometry the geometry track reconstructs; weighing their landmarks cost that track
+            almost all of its score in session 22.
         rollout: probability per clip that its first blocks are the model's own few-step generation
             (no gradient) instead of the reference — scheduled sampling on the context: the model
             meets its own blurred, dimmed output as context and is taught to restore from it what
@@ -240,6 +245,7 @@ class OptimConfig:
     motion_weight: float = 0.0
     motion_weight_from_step: int = 0
     object_share: float = 0.0
+    object_share_skip: list[str] = field(default_factory=list)
     rollout: float = 0.0
     log_every: int = 10
     ckpt_every: int = 200

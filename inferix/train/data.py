@@ -181,6 +181,8 @@ class ClipDataset:
         pixel_hw_for: ``(case resolution (H, W), generator name)`` -> the pixel grid the engine
             uses for that case (``lm.pixel_hw(lm.latent_hw_for(hw, content))``).
         object_masks: also read each render's ground-truth object masks (``train.object_share``).
+        object_skip: ``data.weights``-style keys (generator, family, scenario) of videos whose
+            masks are not read (``train.object_share_skip``).
 
     Raises:
         ValueError: a chunk action that neither the vocabulary nor the map knows (the message
@@ -189,9 +191,10 @@ class ClipDataset:
 
     def __init__(self, data: DataConfig, actions: ActionsConfig,
                  pixel_hw_for: Callable[[tuple[int, int], str | None], tuple[int, int]],
-                 object_masks: bool = False) -> None:
+                 object_masks: bool = False, object_skip: tuple[str, ...] | list[str] = ()) -> None:
         self.data = data
         self.object_masks = object_masks
+        self.object_skip = set(object_skip)
         self.vocab = list(actions.vocabulary)
         self.map = dict(actions.map)
         self.default = actions.default
@@ -228,6 +231,8 @@ class ClipDataset:
         if object_masks:
             logger.info("object masks: %d of %d videos", sum(v.objects is not None for v in self.videos),
                         len(self.videos))
+            if self.object_skip - known:
+                logger.warning("train.object_share_skip keys %s match no video", sorted(self.object_skip - known))
 
     def action_id(self, action: Any) -> int | None:
         name = _action_name(action)
@@ -264,9 +269,10 @@ class ClipDataset:
             s, e = int(ch["frame_start"]), min(int(ch["frame_end"]), t)
             ids[s:e] = a
             caps[s:e] = [str(ch.get("caption") or case.get("prompt", ""))] * max(0, e - s)
-        objects = self._object_masks(case, path, t, (h, w)) if self.object_masks else None
-        return VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps, generator=generator,
-                           objects=objects)
+        rec = VideoRecord(case["id"], str(case.get("scenario", "")), frames, ids, caps, generator=generator)
+        if self.object_masks and not self.object_skip.intersection(_weight_keys(rec)):
+            rec.objects = self._object_masks(case, path, t, (h, w))
+        return rec
 
     @staticmethod
     def _object_masks(case: dict[str, Any], path: Path, frames: int, hw: tuple[int, int]) -> np.ndarray | None:

@@ -458,7 +458,8 @@ class Trainer:
         self.ema = copy.deepcopy(self.lm.model).eval().requires_grad_(False)
         self.data: ClipDataset = ClipDataset(cfg.data, cfg.actions,
                                              lambda hw, content: self.lm.pixel_hw(self.lm.latent_hw_for(hw, content)),
-                                             object_masks=cfg.train.object_share > 0)
+                                             object_masks=cfg.train.object_share > 0,
+                                             object_skip=cfg.train.object_share_skip)
         self.codec_info: dict[str, Any] | None = None
         if cfg.codec.type == "tiny_ae":
             if codec is None and not cfg.codec.init_from:

@@ -1115,6 +1115,10 @@ def test_a_recipe_with_object_share_trains_on_the_masks(masked_root: Path, tmp_p
     assert tr.data.object_masks and sum(v.objects is not None for v in tr.data.videos) == 3
     assert np.isfinite(tr.train_step())
     assert not Trainer(toy_config(tmp_path / "off", masked_root)).data.object_masks
+    # a skipped content's masks are not read (the toy videos are all scenario "gaming")
+    skipped = Trainer(toy_config(tmp_path / "skip", masked_root, object_share=0.3, object_share_skip=["gaming"]))
+    assert all(v.objects is None for v in skipped.data.videos)
+    assert float(skipped.data.sample(4, torch.Generator()).objects.abs().sum()) == 0.0
     raw = toy_config(tmp_path, masked_root).to_dict()
     raw["train"]["object_share"] = 1.0
     with pytest.raises(ValueError, match="object_share"):
