@@ -20,7 +20,7 @@ Usage::
     python bench/bench_rollout_drift.py [--models inferix:reference-world,inferix:/tmp/rw/run/model]
         [--suite smoke] [--families mechanics,robotics,thermal,material] [--seeds 0,1,2] [--json F]
 
-About 20 s per model and seed for the 15 smoke cases on 2 CPU cores. Prints numbers; asserts nothing.
+About 95 s per model and seed for the 15 smoke cases on 2 idle CPU cores (3.5 min beside another job). Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def frame_error(a: np.ndarray, b: np.ndarray) -> float:
 
 def summarize(rows: list[dict]) -> dict[str, dict]:
     """Per model: the mean ``last`` over its cases, the mean ``ref`` over the same cases, their
-    ratio, the largest seed spread, and the cases whose ``last`` exceeds the bridge bound (only
-    :data:`BRIDGE_CASE` is tested; the others are listed for reading)."""
+    ratio, the largest seed spread, and the cases that drift the bridge bound or more beyond the
+    simulator's own drift (``last - ref``; only :data:`BRIDGE_CASE` is tested, at ``last`` < 30,
+    the others are listed for reading: thermal deposition's reference itself moves 54)."""
     out: dict[str, dict] = {}
     for model in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == model]
@@ -64,7 +65,7 @@ def summarize(rows: list[dict]) -> dict[str, dict]:
             "ref": ref,
             "last_over_ref": last / ref if ref > 0 else float("inf"),
             "max_spread": max((r["spread"] for r in rs), default=0.0),
-            "over_bound": sorted(r["case"] for r in rs if r["last"] >= BRIDGE_BOUND),
+            "over_bound": sorted(r["case"] for r in rs if r["last"] - r["ref"] >= BRIDGE_BOUND),
             "bridge_case": next((r["last"] for r in rs if r["case"] == BRIDGE_CASE), None),
         }
     return out
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         bridge = "n/a" if s["bridge_case"] is None else f"{s['bridge_case']:.1f}"
         print(
             f"{m}: mean last {s['last']:.1f} against ref {s['ref']:.1f} ({s['last_over_ref']:.2f}x); "
-            f"{BRIDGE_CASE} {bridge} (bridge test bound {BRIDGE_BOUND:g}); at or over {BRIDGE_BOUND:g}: "
+            f"{BRIDGE_CASE} {bridge} (bridge test bound {BRIDGE_BOUND:g}); {BRIDGE_BOUND:g} or more beyond ref: "
             f"{', '.join(s['over_bound']) or 'none'}"
         )
     if args.json:

@@ -26,15 +26,17 @@ def test_a_still_video_does_not_drift_and_the_simulator_drifts_by_its_own_refere
     assert sim["last"] == pytest.approx(sim["ref"]) and sim["first"] == 0.0
 
 
-def test_the_summary_flags_cases_at_or_over_the_bridge_bound(bench):
+def test_the_summary_flags_cases_that_drift_the_bridge_bound_beyond_the_simulator(bench):
+    """Bounce at 34.9 against the simulator's 2 is flagged; deposition at 54 against its own 54 is not."""
     rows = [
         {"model": "m", "case": bench.BRIDGE_CASE, "ref": 2.0, "last": 34.9, "spread": 4.0},
         {"model": "m", "case": "smoke-thermal-melting", "ref": 8.0, "last": 13.0, "spread": 1.0},
+        {"model": "m", "case": "smoke-thermal-deposition", "ref": 54.3, "last": 52.1, "spread": 1.0},
         {"model": "still", "case": bench.BRIDGE_CASE, "ref": 2.0, "last": 0.0, "spread": 0.0},
     ]
     s = bench.summarize(rows)
     assert s["m"]["over_bound"] == [bench.BRIDGE_CASE] and s["m"]["bridge_case"] == 34.9
-    assert s["m"]["last_over_ref"] == pytest.approx((34.9 + 13.0) / (2.0 + 8.0))
+    assert s["m"]["last_over_ref"] == pytest.approx((34.9 + 13.0 + 52.1) / (2.0 + 8.0 + 54.3))
     assert s["m"]["max_spread"] == 4.0
     assert s["still"]["over_bound"] == [] and s["still"]["last"] == 0.0
 
