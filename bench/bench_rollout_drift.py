@@ -27,15 +27,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 DEFAULT_FAMILIES = ("mechanics", "robotics", "thermal", "material")
 # test_inferix_bridge.py's bound on smoke bounce's last frame (seed 0)
