@@ -220,6 +220,12 @@ class OptimConfig:
             fade over a few blocks). Costs a no-grad rollout of up to K-1 blocks per step.
         log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
         eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
+        export_blend: share of the trained (EMA) weights in the exported bundle, the rest taken from
+            the ``init_from`` weights tensor by tensor (WiSE-FT, Wortsman et al. 2022: a fine-tune
+            averaged with its start keeps much of what it gained and of what it forgot). 1 = the
+            trained weights alone. Needs ``init_from`` with exactly this model's tensors;
+            ``inferix train --resume`` on a finished run only re-exports, so a recipe that changes
+            only this re-blends a run without training it again.
         threads: torch CPU threads (0 = leave torch's default).
         autocast: ``none`` (fp32) or ``bf16`` (the forward and loss under ``torch.autocast`` in
             bfloat16; weights, optimiser and EMA stay fp32). On CUDA the trainer also allows TF32
@@ -251,6 +257,7 @@ class OptimConfig:
     ckpt_every: int = 200
     eval_every: int = 0
     eval_videos: int = 2
+    export_blend: float = 1.0
     threads: int = 0
     autocast: str = "none"
 
@@ -388,6 +395,12 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
                 if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0}
     if bad_mult:
         raise ValueError(f"train.lr_mult factors must be numbers > 0, got {bad_mult}")
+    if not 0.0 <= cfg.train.export_blend <= 1.0:
+        raise ValueError(f"train.export_blend {cfg.train.export_blend} is the trained weights' share of the "
+                         "export: give a value in [0, 1] (1 = off)")
+    if cfg.train.export_blend < 1.0 and not cfg.init_from:
+        raise ValueError("train.export_blend < 1 blends the trained weights with the init_from weights: "
+                         "set init_from (the bundle the run starts from)")
     if cfg.train.autocast not in ("none", "bf16"):
         raise ValueError(f"train.autocast must be 'none' or 'bf16', got {cfg.train.autocast!r}")
     if cfg.train.lr_decay not in ("constant", "cosine"):

@@ -373,6 +373,43 @@ def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) ->
     model.load_state_dict(state)
 
 
+def blend_with_start(model: torch.nn.Module, cfg: TrainConfig) -> torch.nn.Module:
+    """``model`` with ``train.export_blend`` of its weights and the rest from ``init_from`` (a new
+    module; ``model`` itself is unchanged). Returns ``model`` when the blend is 1.
+
+    Raises:
+        ValueError: the ``init_from`` weights lack a tensor of the model, add one, or differ in a
+            shape (a stage that grew the model cannot be blended with its start).
+    """
+    import copy
+
+    import torch
+    from safetensors.torch import load_file
+
+    share = cfg.train.export_blend
+    if share >= 1.0:
+        return model
+    if not cfg.init_from:
+        raise ValueError("train.export_blend < 1 blends with the init_from weights: set init_from")
+    start = load_file(str(Path(cfg.init_from) / "diffusion_pytorch_model.safetensors"))
+    own = model.state_dict()
+    bad = sorted(set(own) ^ set(start)) + [k for k in own if k in start and start[k].shape != own[k].shape]
+    if bad:
+        raise ValueError(f"train.export_blend: the init_from weights ({cfg.init_from}) do not match the trained "
+                         f"model's tensors ({', '.join(bad[:5])}); blend only a fine-tune of the same architecture")
+    blended = copy.deepcopy(model)
+    with torch.no_grad():
+        blended.load_state_dict({k: (share * v.float() + (1.0 - share) * start[k].float()).to(v.dtype)
+                                 for k, v in own.items()})
+    return blended
+
+
+def _blend_meta(cfg: TrainConfig) -> dict[str, Any]:
+    if cfg.train.export_blend >= 1.0:
+        return {}
+    return {"export_blend": cfg.train.export_blend, "blended_with": str(cfg.init_from)}
+
+
 def param_groups(model: torch.nn.Module, lr_mult: dict[str, float]) -> list[dict[str, Any]]:
     """AdamW parameter groups for ``train.lr_mult``: one group per factor (``lr_mult`` kept in the
     group, so a checkpoint restores it), each parameter in the group of its longest matching name
@@ -643,20 +680,24 @@ class Trainer:
         return metrics
 
     def export(self, out: str | Path | None = None) -> Path:
-        """Write the EMA weights as a bundle (default ``OUT/model``)."""
+        """Write the EMA weights (blended with the start by ``train.export_blend``) as a bundle
+        (default ``OUT/model``)."""
         from inferix.train.bundle import write_bundle
 
-        path = write_bundle(self.ema, self.cfg, out or self.out / "model", codec=self.lm.codec)
+        path = write_bundle(blend_with_start(self.ema, self.cfg), self.cfg, out or self.out / "model",
+                            codec=self.lm.codec)
         meta = {"step": self.state.step, "wall_s": round(self.state.wall_s, 1),
                 "final_loss": (sum(self.state.losses[-50:]) / max(1, len(self.state.losses[-50:])))
-                if self.state.losses else None, "config": self.cfg.source, "overrides": self.cfg.overrides}
+                if self.state.losses else None, "config": self.cfg.source, "overrides": self.cfg.overrides,
+                **_blend_meta(self.cfg)}
         (path / "training.json").write_text(json.dumps(meta, indent=1))
         return path
 
 
 def export_checkpoint(cfg: TrainConfig, checkpoint: str | Path, out: str | Path) -> Path:
-    """Export a checkpoint's EMA weights as a bundle without loading the training data
-    (e.g. to ship the best checkpoint of a run that was stopped)."""
+    """Export a checkpoint's EMA weights (blended with the start by ``train.export_blend``) as a
+    bundle without loading the training data (e.g. to ship the best checkpoint of a run that was
+    stopped)."""
     import torch
     from safetensors.torch import load_file
 
@@ -673,13 +714,13 @@ def export_checkpoint(cfg: TrainConfig, checkpoint: str | Path, out: str | Path)
         model = CausalWanModel(cfg.wan_config())
     model = model.to_empty(device="cpu")
     model.load_state_dict(load_file(str(ckpt / "ema.safetensors")))
-    path = write_bundle(model, cfg, out, codec=codec)
+    path = write_bundle(blend_with_start(model, cfg), cfg, out, codec=codec)
     meta = json.loads((ckpt / "state.json").read_text())
     losses = meta.get("losses") or []
     (path / "training.json").write_text(json.dumps({
         "step": meta["step"], "wall_s": round(float(meta.get("wall_s", 0.0)), 1),
         "final_loss": sum(losses[-50:]) / len(losses[-50:]) if losses else None,
-        "config": cfg.source, "overrides": cfg.overrides, "checkpoint": str(ckpt)}, indent=1))
+        "config": cfg.source, "overrides": cfg.overrides, "checkpoint": str(ckpt), **_blend_meta(cfg)}, indent=1))
     return path
 
 

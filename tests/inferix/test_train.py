@@ -443,6 +443,47 @@ def test_init_from_starts_a_stage_from_exported_weights(toy_root: Path, tmp_path
         Trainer(cfg2)
 
 
+def test_export_blend_averages_the_trained_weights_with_the_start(toy_root: Path, tmp_path: Path) -> None:
+    """``train.export_blend`` (WiSE-FT): the bundle holds share x the EMA weights + the rest of the
+    ``init_from`` weights, tensor by tensor, for a finished run and for a checkpoint export; the
+    training state itself is untouched, and a start of another architecture is refused by name."""
+    from safetensors.torch import load_file
+
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, export_checkpoint, train
+
+    first = Trainer(toy_config(tmp_path / "s1", toy_root))
+    first.train_step()
+    exported = first.export()
+    start = load_file(str(exported / "diffusion_pytorch_model.safetensors"))
+    cfg = toy_config(tmp_path / "s2", toy_root)
+    cfg.init_from, cfg.train.export_blend = str(exported), 0.25
+    tr = train(cfg, steps=2, progress=False)
+    own = {k: v.clone() for k, v in tr.ema.state_dict().items()}
+    moved = 0
+    for path in (tr.out / "model", export_checkpoint(cfg, tr.out / "checkpoints" / "step_000002", tmp_path / "ck")):
+        got = load_file(str(path / "diffusion_pytorch_model.safetensors"))
+        assert json.loads((path / "training.json").read_text())["export_blend"] == 0.25
+        for k, v in own.items():
+            torch.testing.assert_close(got[k], 0.25 * v + 0.75 * start[k], rtol=1e-6, atol=1e-7)
+            moved += int(not torch.equal(v, start[k]))
+    assert moved  # two steps moved the weights, so the blend is not the start itself
+    for k, v in tr.ema.state_dict().items():
+        assert torch.equal(v, own[k])  # exporting does not touch the EMA
+
+    raw = cfg.to_dict()
+    raw["model"]["previous_frame"] = True  # more input channels than the start
+    with pytest.raises(ValueError, match="export_blend: the init_from weights .*patch_embedding.weight"):
+        Trainer(config_from_dict(raw)).export(tmp_path / "grown")
+    raw = toy_config(tmp_path / "s3", toy_root).to_dict()
+    raw["train"]["export_blend"] = 0.5
+    with pytest.raises(ValueError, match="export_blend < 1 .* set init_from"):
+        config_from_dict(raw)
+    raw["train"]["export_blend"] = 1.5
+    with pytest.raises(ValueError, match=r"export_blend 1.5 .* \[0, 1\]"):
+        config_from_dict(raw)
+
+
 def test_previous_frame_recipe_anchors_each_block_on_the_frame_before_it(toy_root: Path, tmp_path: Path) -> None:
     """``model.previous_frame``: the loss gives block k the clean frame k * bf as its anchor (the prefix
     itself), as generation does; a stage started from an unconditioned bundle is that model at step 0."""
