@@ -255,7 +255,7 @@ def test_the_shipped_bundle_serves_with_its_recipes_sampler_settings():
     from inferix.train.config import load_config
 
     shipped = json.loads((Path(REFERENCE_WORLD_DIR) / "bundle.json").read_text())
-    recipe = Path(__file__).parents[2] / "inferix" / "train" / "configs" / "reference_world_gpu2.yaml"
+    recipe = Path(__file__).parents[2] / "inferix" / "train" / "configs" / "reference_world_cpu_obj6w.yaml"
     exported = bundle_info(load_config(recipe))
     for key in shipped["sampler"]:
         assert exported["sampler"][key] == shipped["sampler"][key], key
