@@ -239,11 +239,12 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
         seen_ref: dict[str, list[float]] = defaultdict(list)
         t0 = time.perf_counter()
         errors = []
-        for case in cases:
+        for i, case in enumerate(cases, 1):
             try:
                 video = model.generate(case, seed=0)
             except Exception as e:  # noqa: BLE001 - recorded, the bench goes on
                 errors.append(f"{case.id}: {type(e).__name__}: {e}")
+                print(f"  [{spec} {i}/{len(cases)}] {case.id}: failed ({type(e).__name__})", file=sys.stderr, flush=True)
                 continue
             ref = refs[case.id]
             frames = video.frames[: len(ref)]
@@ -251,6 +252,8 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
             if strips is not None:
                 save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
             per_case[case.id] = [bool(ch.direction_ok) for ch in rep.chunks]
+            print(f"  [{spec} {i}/{len(cases)}] {case.id}: {sum(per_case[case.id])}/{len(rep.chunks)} chunks followed "
+                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
             found = dict(zip([c.index for c in case.chunks], found_shares(frames, case), strict=True))
             reasons = [failure_reason(ch, found.get(ch.index), TRANSLATE_FLOOR) for ch in rep.chunks]
             per_case_why[case.id] = reasons

@@ -153,16 +153,19 @@ class LoadedModel:
         """The KV policy to serve with: ``requested``, else the model's own, else ``rolling:9``."""
         return requested or self.cache_policy or self.DEFAULT_POLICY
 
-    def guidance(self, requested: float | None = None) -> float:
-        """The action guidance to serve with: ``requested``, else the model's own, else 1 (off)."""
+    def guidance(self, requested: float | None = None, content: str | None = None) -> float:
+        """The action guidance to serve with: ``requested``, else the model's own, else 1 (off).
+        ``content`` (a scenario generator such as ``gaming.atari_freeway``) lets a model keep its
+        own guidance per content (:class:`inferix.train.bundle.BundleModel`); a plain model has one."""
         return requested if requested is not None else (self.action_guidance or 1.0)
 
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
                       guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
-                      anchor_level: float | None = None, **options: Any) -> Any:
+                      anchor_level: float | None = None, content: str | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
-        sampler (the first ``steps`` timesteps), KV policy, action guidance, its rescale, whether
+        sampler (the first ``steps`` timesteps), KV policy, action guidance (its own for ``content``,
+        see :meth:`guidance`), its rescale, whether
         it is joint over the caption, the context timestep and the anchor level, each overridable (``None`` = the
         model's own); ``options`` are the other engine settings (``max_frames``...)."""
         from inferix.engine import EngineConfig
@@ -171,7 +174,7 @@ class LoadedModel:
         ts = self.timesteps[:steps] if steps else self.timesteps
         return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames, timesteps=tuple(ts),
                             policy=CachePolicy.parse(self.policy(policy)),
-                            action_guidance=self.guidance(action_guidance),
+                            action_guidance=self.guidance(action_guidance, content),
                             action_guidance_rescale=(self.action_guidance_rescale if action_guidance_rescale is None
                                                      else action_guidance_rescale),
                             guidance_drops_caption=(self.guidance_drops_caption if guidance_drops_caption is None

@@ -6,7 +6,8 @@ Layout of an exported model (what ``inferix/weights/reference_world/`` ships)::
     diffusion_pytorch_model.safetensors  the DiT weights (EMA), written by inferix.models.save_pretrained
     bundle.json                          codec (type, patch), action vocabulary + map, block frames,
                                          fps, few-step sampler, text length, the grids it generates
-                                         some contents at (``content_grids``)
+                                         some contents at (``content_grids``), the guidance
+                                         scale some contents are served at (``sampler.content_guidance``)
     codec/                               the learned codec when bundle.json says "codec": "tiny_ae"
                                          (inferix.models.tiny_ae: diffusers AutoencoderTiny, safetensors)
     MODEL_CARD.md                        data, steps, wall time, hardware, scores
@@ -70,6 +71,18 @@ class BundleModel(LoadedModel):
 
     max_side: int | None = None
     content_grids: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    content_guidance: Mapping[str, float] = field(default_factory=dict)
+
+    def guidance(self, requested: float | None = None, content: str | None = None) -> float:
+        """As :meth:`LoadedModel.guidance`; with no explicit ``requested`` value, a ``content`` the
+        bundle lists in ``content_guidance`` (generator name, else family) is served at its own scale."""
+        from inferix.train.data import generator_keys
+
+        if requested is None:
+            own = next((self.content_guidance[k] for k in generator_keys(content) if k in self.content_guidance), None)
+            if own is not None:
+                return own
+        return super().guidance(requested, content)
 
     def content_grid(self, content: str | None) -> tuple[int, int] | None:
         """The pixel ``[H, W]`` the bundle generates ``content`` at whatever size is asked: its
@@ -140,6 +153,17 @@ def _content_grids(raw: Any) -> dict[str, tuple[int, int]]:
     return grids
 
 
+def _content_guidance(raw: Any) -> dict[str, float]:
+    """``bundle.json``'s ``sampler.content_guidance`` (``{content: scale}``), checked."""
+    scales: dict[str, float] = {}
+    for key, g in (raw or {}).items():
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or g < 1:
+            raise ValueError(f"{BUNDLE_FILE}: sampler.content_guidance[{key!r}] must be a guidance scale >= 1 "
+                             f"(1 = off), got {g!r}")
+        scales[str(key)] = float(g)
+    return scales
+
+
 def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> BundleModel:
     acts = info["actions"]
     vocab = MappedActionVocab(tuple(acts["vocabulary"]), default=acts["default"], aliases=dict(acts.get("map", {})))
@@ -151,6 +175,7 @@ def _assemble(name: str, model: Any, info: dict[str, Any], codec: Any) -> Bundle
                                                              float(info["sampler"]["shift"])),
         max_side=info.get("max_side"), cache_policy=info.get("cache_policy"),
         content_grids=_content_grids(info.get("content_grids")),
+        content_guidance=_content_guidance(info["sampler"].get("content_guidance")),
         action_guidance=info["sampler"].get("action_guidance"),
         action_guidance_rescale=float(info["sampler"].get("action_guidance_rescale") or 0.0),
         guidance_drops_caption=bool(info["sampler"].get("guidance_drops_caption", False)),
@@ -175,7 +200,8 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
                     "action_guidance_rescale": cfg.sampler.action_guidance_rescale,
                     "guidance_drops_caption": cfg.sampler.guidance_drops_caption,
                     "context_timestep": cfg.sampler.context_timestep,
-                    "anchor_level": cfg.sampler.anchor_level},
+                    "anchor_level": cfg.sampler.anchor_level,
+                    "content_guidance": dict(cfg.sampler.content_guidance)},
         "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels
         "latent_hw": [max(2, 64 // cfg.spatial_stride)] * 2,

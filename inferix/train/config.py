@@ -109,7 +109,9 @@ class SamplerConfig:
     exact). ``content_grids``
     (``{generator or family: [H, W]}``) names contents the model generates at one pixel grid whatever size is asked (the caller
     resizes): a game screen that a suite renders at another size is then drawn at the scale the
-    model was trained on (:class:`inferix.train.bundle.BundleModel`)."""
+    model was trained on (:class:`inferix.train.bundle.BundleModel`). ``content_guidance``
+    (``{generator or family: scale}``) serves a listed content at its own action guidance instead of
+    ``action_guidance`` (an explicit ``model.action_guidance`` option still wins)."""
 
     steps: list[float] = field(default_factory=lambda: [1000.0, 750.0, 500.0, 250.0])
     shift: float = 3.0
@@ -120,6 +122,7 @@ class SamplerConfig:
     context_timestep: float = 0.0
     anchor_level: float = 0.0
     content_grids: dict[str, list[int]] = field(default_factory=dict)
+    content_guidance: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -415,7 +418,8 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
 # resolve against the folder of the file that names them)
 _PATH_KEYS = {"out_dir", "init_from", "data.roots", "codec.init_from"}
 # section.key mappings whose own keys are names that may hold dots (generator ids such as ``gaming.maze``)
-_NAMED_MAPPINGS = {("data", "weights"), ("sampler", "content_grids"), ("actions", "map"), ("train", "lr_mult")}
+_NAMED_MAPPINGS = {("data", "weights"), ("sampler", "content_grids"), ("sampler", "content_guidance"), ("actions", "map"),
+                   ("train", "lr_mult")}
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:

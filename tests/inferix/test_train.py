@@ -222,6 +222,33 @@ def test_content_grids_pick_the_grid_a_content_is_generated_at(toy_root: Path, t
         load_bundle(path)
 
 
+def test_content_guidance_serves_a_listed_content_at_its_own_scale(toy_root: Path, tmp_path: Path) -> None:
+    """``sampler.content_guidance`` reaches bundle.json and the engine config: a generator entry beats
+    its family's, an unlisted content gets the model's own guidance, an explicit scale beats both,
+    and a scale below 1 in bundle.json is refused by name."""
+    from inferix.train.bundle import load_bundle
+    from inferix.train.recipe import Trainer
+
+    cfg = toy_config(tmp_path, toy_root)
+    cfg.sampler.action_guidance = 2.0
+    cfg.sampler.content_guidance = {"gaming": 1.5, "gaming.atari_freeway": 3.0}
+    path = Trainer(cfg).export()
+    lm = load_bundle(path)
+    assert lm.engine_config((8, 8), content="gaming.atari_freeway").action_guidance == 3.0
+    assert lm.engine_config((8, 8), content="gaming.atari_pong").action_guidance == 1.5  # the family's
+    assert lm.engine_config((8, 8), content="robotics.pick").action_guidance == 2.0
+    assert lm.engine_config((8, 8)).action_guidance == 2.0
+    assert lm.engine_config((8, 8), action_guidance=1.0, content="gaming.atari_freeway").action_guidance == 1.0
+    info = json.loads((path / "bundle.json").read_text())
+    info["sampler"]["content_guidance"] = {"gaming.atari_freeway": 0.5}
+    (path / "bundle.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"content_guidance\['gaming.atari_freeway'\] must be a guidance scale"):
+        load_bundle(path)
+    del info["sampler"]["content_guidance"]  # a bundle written before the key: one scale for everything
+    (path / "bundle.json").write_text(json.dumps(info))
+    assert load_bundle(path).engine_config((8, 8), content="gaming.atari_freeway").action_guidance == 2.0
+
+
 def test_a_bundles_context_timestep_is_exported_and_served(toy_root: Path, tmp_path: Path) -> None:
     """``sampler.context_timestep`` reaches bundle.json and the engine config the bundle serves with;
     a bundle written before the key existed serves clean context (0)."""

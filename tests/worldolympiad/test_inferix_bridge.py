@@ -245,6 +245,44 @@ def test_a_bundle_draws_a_listed_content_at_its_own_grid_and_the_bridge_resizes(
             build_model(f"inferix:{bundle}", size=bad)
 
 
+def test_the_bridge_serves_a_case_at_its_generators_own_guidance(tmp_path):
+    """A bundle's ``sampler.content_guidance`` is applied per case from the case's generator; other
+    generators keep the bundle's one scale, and ``model.action_guidance`` overrides both."""
+    import json
+    import shutil
+
+    from inferix.registry import REFERENCE_WORLD_DIR
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(REFERENCE_WORLD_DIR, bundle)
+    info = json.loads((bundle / "bundle.json").read_text())
+    info["sampler"]["action_guidance"] = 2.0
+    info["sampler"]["content_guidance"] = {"gaming.atari_freeway": 3.0}
+    (bundle / "bundle.json").write_text(json.dumps(info))
+
+    def served(generator, **options):
+        case = _case(("NOOP", "UP"), resolution=(16, 16), num_frames=4, metadata={"generator": generator})
+        m = build_model(f"inferix:{bundle}", steps="1", **options)
+        seen = []
+        engine = m._engine
+
+        def spy(*args, **kwargs):
+            e = engine(*args, **kwargs)
+            seen.append(e.config.action_guidance)
+            return e
+
+        m._engine = spy
+        try:
+            list(m.rollout(case, controls_for(case)))
+        finally:
+            m.close()
+        return seen
+
+    assert served("gaming.atari_freeway") == [3.0]
+    assert served("gaming.atari_pong") == [2.0]
+    assert served("gaming.atari_freeway", action_guidance="1.5") == [1.5]
+
+
 def test_the_shipped_bundle_serves_with_its_recipes_sampler_settings():
     """bundle.json's serving settings are the ones its recipe exports, so a re-export reproduces them."""
     import json

@@ -32,7 +32,8 @@ What a case controls, and how:
   neither is generated from text and actions alone (logged).
 
 Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...), ``steps``,
-``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own),
+``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own, for
+the case's generator when its bundle lists one in ``sampler.content_guidance``),
 ``action_guidance_rescale`` (its rescale phi in [0, 1], 0 = off; default: the model's own),
 ``guidance_drops_caption`` (``true``: guidance joint over caption and action; default: the model's own),
 ``context_timestep`` (generated blocks enter the KV cache noised to this timestep in [0, 1000); 0 =
@@ -138,7 +139,7 @@ class InferixModel(WorldModel):
                 raise ModelError(f"inferix:{self.model_name}: {e}") from e
         return self._loaded
 
-    def _engine(self, latent_hw: tuple[int, int], max_frames: int) -> Any:
+    def _engine(self, latent_hw: tuple[int, int], max_frames: int, content: str | None = None) -> Any:
         from inferix.engine import Engine
 
         lm = self.loaded
@@ -146,7 +147,7 @@ class InferixModel(WorldModel):
                                action_guidance_rescale=self.action_guidance_rescale,
                                guidance_drops_caption=self.guidance_drops_caption,
                                context_timestep=self.context_timestep, anchor_level=self.anchor_level,
-                               max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
+                               content=content, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
         return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
@@ -197,7 +198,8 @@ class InferixModel(WorldModel):
             latent_hw = lm.latent_hw
         else:
             latent_hw = lm.latent_hw_for(case.resolution, content=case.metadata.get("generator"))
-        engine = self._engine(latent_hw, max_frames=lm.block_frames * 2 + case.num_frames)
+        engine = self._engine(latent_hw, max_frames=lm.block_frames * 2 + case.num_frames,
+                              content=case.metadata.get("generator"))
         it = iter(controls)
         ctl = next(it, None)
         if ctl is None:
