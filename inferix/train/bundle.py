@@ -76,21 +76,14 @@ class BundleModel(LoadedModel):
     def guidance(self, requested: float | None = None, content: str | None = None) -> float:
         """As :meth:`LoadedModel.guidance`; with no explicit ``requested`` value, a ``content`` the
         bundle lists in ``content_guidance`` (generator name, else family) is served at its own scale."""
-        from inferix.train.data import generator_keys
-
-        if requested is None:
-            own = next((self.content_guidance[k] for k in generator_keys(content) if k in self.content_guidance), None)
-            if own is not None:
-                return own
-        return super().guidance(requested, content)
+        own = _per_content(self.content_guidance, content) if requested is None else None
+        return own if own is not None else super().guidance(requested, content)
 
     def content_grid(self, content: str | None) -> tuple[int, int] | None:
         """The pixel ``[H, W]`` the bundle generates ``content`` at whatever size is asked: its
         ``content_grids`` entry for the generator name (``gaming.atari_pong``), else for the
         generator's family (``gaming``; the lookup ``data.weights`` uses); None when neither is listed."""
-        from inferix.train.data import generator_keys
-
-        return next((self.content_grids[k] for k in generator_keys(content) if k in self.content_grids), None)
+        return _per_content(self.content_grids, content)
 
     def latent_hw_for(self, pixel_hw: tuple[int, int], content: str | None = None) -> tuple[int, int]:
         """As :meth:`LoadedModel.latent_hw_for`, within ``max_side``; a ``content`` the bundle lists in
@@ -100,6 +93,14 @@ class BundleModel(LoadedModel):
             k = self.max_side / max(h, w)
             h, w = max(1, round(h * k)), max(1, round(w * k))
         return super().latent_hw_for((h, w))
+
+
+def _per_content(table: Mapping[str, Any], content: str | None) -> Any:
+    """``table``'s entry for the generator ``content`` names (``gaming.atari_pong``), else for its
+    family (``gaming``); None when neither is listed."""
+    from inferix.train.data import generator_keys
+
+    return next((table[k] for k in generator_keys(content) if k in table), None)
 
 
 class TruncatingTextEncoder(HashedTextEncoder):

@@ -192,14 +192,14 @@ class InferixModel(WorldModel):
     def rollout(self, case: Case, controls: Iterable[ChunkControl], seed: int = 0) -> Iterator[VideoChunk]:
         """One engine session; each chunk's caption/action is taken just before its frames are made."""
         lm = self.loaded
+        content = case.metadata.get("generator")
         if self.size is not None:
             latent_hw = lm.latent_hw_for(self.size)
         elif self.native_size:
             latent_hw = lm.latent_hw
         else:
-            latent_hw = lm.latent_hw_for(case.resolution, content=case.metadata.get("generator"))
-        engine = self._engine(latent_hw, max_frames=lm.block_frames * 2 + case.num_frames,
-                              content=case.metadata.get("generator"))
+            latent_hw = lm.latent_hw_for(case.resolution, content=content)
+        engine = self._engine(latent_hw, max_frames=lm.block_frames * 2 + case.num_frames, content=content)
         it = iter(controls)
         ctl = next(it, None)
         if ctl is None:
