@@ -28,7 +28,12 @@
 Usage::
 
     python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--games G,G] [--model-dir DIR]
-        [--option KEY=VALUE] [--skip-fps] [--one-block] [--json out.json] [--strips DIR] [--compare OLD.json]
+        [--option KEY=VALUE] [--skip-fps] [--one-block] [--json out.json [--resume]] [--strips DIR] [--compare OLD.json]
+
+``--json`` is rewritten after every scored case (``"partial": true`` until the run ends), with each
+case's chunk verdicts, actions, failure reasons and agent persistence (``direction.<spec>.rows``);
+``--resume`` reads it back and scores only the cases it lacks, so a run that was stopped or died
+goes on where it was (the file must name the same models and ``--option`` values).
 
 ``--compare`` reads an earlier run's ``--json`` and prints, game by game, the chunks the trained
 model now gets right that it got wrong then and the reverse, on the cases both runs scored, with
@@ -53,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -217,76 +223,119 @@ def found_shares(frames: np.ndarray, case: Any) -> list[float | None]:
     return out
 
 
+def case_row(case: Any, rep: Any, found: dict[int, float | None], ref_found: list[float | None]) -> dict[str, Any]:
+    """One scored case of one model, as ``--json`` keeps it (``direction.<spec>.rows``) so that a
+    stopped run resumes without scoring it again: per chunk the verdict, the action and the failure
+    reason; the share of frames with the agent found, in the generated video and in the reference
+    (``None`` for camera-driven cases)."""
+    from tracks.interaction.following import TRANSLATE_FLOOR
+
+    shares = [f for f in found.values() if f is not None]
+    refs = [f for f in ref_found if f is not None]
+    return {
+        "game": _game(case),
+        "ok": [bool(ch.direction_ok) for ch in rep.chunks],
+        "actions": [str(ch.action) for ch in rep.chunks],
+        "why": [failure_reason(ch, found.get(ch.index), TRANSLATE_FLOOR) for ch in rep.chunks],
+        "found": float(np.mean(shares)) if shares else None,
+        "ref_found": (float(np.mean(refs)) if refs else float("nan")) if shares else None,
+    }
+
+
+def summarize(rows: dict[str, dict[str, Any]], seconds: float, errors: list[str]) -> dict[str, Any]:
+    """One model's direction results from its per-case ``rows`` (:func:`case_row`, in case order):
+    chunk-weighted accuracy in all, per game and per action, chunk by chunk per case, failure reasons
+    and agent persistence. The rows are kept in the result, so a run can resume from it."""
+    ok: list[bool] = []
+    per_game: dict[str, list[bool]] = defaultdict(list)
+    per_action: dict[str, list[bool]] = defaultdict(list)
+    why: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FAILURE_REASONS, 0))
+    seen: dict[str, list[float]] = defaultdict(list)  # per case: share of frames with the agent found
+    seen_ref: dict[str, list[float]] = defaultdict(list)
+    for row in rows.values():
+        game = row["game"]
+        for good, action, reason in zip(row["ok"], row["actions"], row["why"], strict=True):
+            ok.append(good)
+            per_game[game].append(good)
+            per_action[f"{game}:{action}"].append(good)
+            if reason is not None:
+                why[game][reason] += 1
+        if row["found"] is not None:
+            seen[game].append(row["found"])
+            seen_ref[game].append(row["ref_found"])
+    return {
+        "direction_accuracy": float(np.mean(ok)) if ok else None,
+        "chunks": len(ok),
+        "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
+        "per_action": {a: round(float(np.mean(v)), 3) for a, v in sorted(per_action.items())},
+        "per_case": {cid: row["ok"] for cid, row in rows.items()},
+        "why": {g: dict(r) for g, r in sorted(why.items())},
+        "per_case_why": {cid: row["why"] for cid, row in rows.items()},
+        "persistence": {g: {"generated": round(float(np.mean(v)), 3), "reference": round(float(np.mean(seen_ref[g])), 3)}
+                        for g, v in sorted(seen.items())},
+        "seconds": round(seconds, 1),
+        "errors": errors,
+        "rows": rows,
+    }
+
+
+def _in_order(cases: list[Any], new: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+    """The rows of ``cases`` scored now or reused from an earlier run, in case order."""
+    return {c.id: new[c.id] if c.id in new else earlier[c.id] for c in cases if c.id in new or c.id in earlier}
+
+
 def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None = None,
-                       options: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
-    """Per model spec: direction accuracy over ``cases`` in all, per game, per action and chunk by
-    chunk; ``options`` gives a spec its model options (``--option`` for the trained model)."""
-    from tracks.interaction.following import TRANSLATE_FLOOR, analyze_following
+                       options: dict[str, dict[str, str]] | None = None,
+                       done: dict[str, dict[str, dict[str, Any]]] | None = None,
+                       on_case: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Per model spec: direction accuracy over ``cases`` (:func:`summarize`); ``options`` gives a
+    spec its model options (``--option`` for the trained model). ``done``: per spec, rows of cases
+    an earlier run already scored (``--resume``); they are not generated again. ``on_case(spec,
+    summary)`` is called after every newly scored case with the spec's results so far, so a caller
+    can save them before the next case (a stopped run loses at most the case in progress)."""
+    from tracks.interaction.following import analyze_following
     from worldolympiad.video.io import read_video
 
     out: dict[str, Any] = {}
     refs = {c.id: read_video(c.resolve(c.reference)).frames for c in cases}
     ref_found_by_case = {c.id: found_shares(refs[c.id], c) for c in cases}
     for spec in specs:
-        model = _model(spec, **(options or {}).get(spec, {}))
-        ok: list[bool] = []
-        per_game: dict[str, list[bool]] = defaultdict(list)
-        per_action: dict[str, list[bool]] = defaultdict(list)
-        per_case: dict[str, list[bool]] = {}  # chunk by chunk: two runs compare paired, not just in total
-        per_case_why: dict[str, list[str | None]] = {}
-        why: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FAILURE_REASONS, 0))
-        seen: dict[str, list[float]] = defaultdict(list)  # per case: share of frames with the agent found
-        seen_ref: dict[str, list[float]] = defaultdict(list)
+        earlier = (done or {}).get(spec, {})
+        todo = [c for c in cases if c.id not in earlier]
+        if len(todo) < len(cases):
+            print(f"  [{spec}] {len(cases) - len(todo)} of {len(cases)} cases reused from the earlier run",
+                  file=sys.stderr, flush=True)
+        rows: dict[str, dict[str, Any]] = {}
+        errors: list[str] = []
         t0 = time.perf_counter()
-        errors = []
-        for i, case in enumerate(cases, 1):
+
+        model = _model(spec, **(options or {}).get(spec, {})) if todo else None
+        for i, case in enumerate(todo, 1):
+            assert model is not None
             try:
                 video = model.generate(case, seed=0)
             except Exception as e:  # noqa: BLE001 - recorded, the bench goes on
                 errors.append(f"{case.id}: {type(e).__name__}: {e}")
-                print(f"  [{spec} {i}/{len(cases)}] {case.id}: failed ({type(e).__name__})", file=sys.stderr, flush=True)
+                print(f"  [{spec} {i}/{len(todo)}] {case.id}: failed ({type(e).__name__})", file=sys.stderr, flush=True)
                 continue
             ref = refs[case.id]
             frames = video.frames[: len(ref)]
             rep = analyze_following(frames, case, case.chunks, reference=ref if ref.shape == frames.shape else None)
             if strips is not None:
                 save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
-            per_case[case.id] = [bool(ch.direction_ok) for ch in rep.chunks]
-            print(f"  [{spec} {i}/{len(cases)}] {case.id}: {sum(per_case[case.id])}/{len(rep.chunks)} chunks followed "
-                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
             found = dict(zip([c.index for c in case.chunks], found_shares(frames, case), strict=True))
-            reasons = [failure_reason(ch, found.get(ch.index), TRANSLATE_FLOOR) for ch in rep.chunks]
-            per_case_why[case.id] = reasons
-            for r in reasons:
-                if r is not None:
-                    why[_game(case)][r] += 1
-            shares = [f for f in found.values() if f is not None]
-            if shares:
-                seen[_game(case)].append(float(np.mean(shares)))
-                ref_found = [f for f in ref_found_by_case[case.id] if f is not None]
-                seen_ref[_game(case)].append(float(np.mean(ref_found)) if ref_found else float("nan"))
-            for ch in rep.chunks:
-                ok.append(ch.direction_ok)
-                per_game[_game(case)].append(ch.direction_ok)
-                per_action[f"{_game(case)}:{ch.action}"].append(ch.direction_ok)
-        model.close()
-        out[spec] = {
-            "direction_accuracy": float(np.mean(ok)) if ok else None,
-            "chunks": len(ok),
-            "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
-            "per_action": {a: round(float(np.mean(v)), 3) for a, v in sorted(per_action.items())},
-            "per_case": per_case,
-            "why": {g: dict(r) for g, r in sorted(why.items())},
-            "per_case_why": per_case_why,
-            "persistence": {g: {"generated": round(float(np.mean(v)), 3), "reference": round(float(np.mean(seen_ref[g])), 3)}
-                            for g, v in sorted(seen.items())},
-            "seconds": round(time.perf_counter() - t0, 1),
-            "errors": errors,
-        }
-        print(f"{spec:34s} direction accuracy {out[spec]['direction_accuracy']}  ({len(ok)} chunks, "
+            rows[case.id] = case_row(case, rep, found, ref_found_by_case[case.id])
+            print(f"  [{spec} {i}/{len(todo)}] {case.id}: {sum(rows[case.id]['ok'])}/{len(rep.chunks)} chunks followed "
+                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+            if on_case is not None:
+                on_case(spec, summarize(_in_order(cases, rows, earlier), time.perf_counter() - t0, errors))
+        if model is not None:
+            model.close()
+        out[spec] = summarize(_in_order(cases, rows, earlier), time.perf_counter() - t0, errors)
+        print(f"{spec:34s} direction accuracy {out[spec]['direction_accuracy']}  ({out[spec]['chunks']} chunks, "
               f"{out[spec]['seconds']} s)  per game {out[spec]['per_game']}", flush=True)
-        for g in sorted(set(why) | set(seen)):
-            failed = ", ".join(f"{r} {n}" for r, n in why[g].items() if n) or "none"
+        for g in sorted(set(out[spec]["why"]) | set(out[spec]["persistence"])):
+            failed = ", ".join(f"{r} {n}" for r, n in out[spec]["why"].get(g, {}).items() if n) or "none"
             pers = out[spec]["persistence"].get(g)
             agent = (f"; agent found in {pers['generated']:.0%} of frames (reference {pers['reference']:.0%})"
                      if pers else "")
@@ -441,7 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-fps", action="store_true")
     ap.add_argument("--one-block", action="store_true",
                     help="also score one block from a clean reference frame per chunk (change error vs copying)")
-    ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--json", default=None,
+                    help="write the results here; rewritten after every case (\"partial\": true until the run ends)")
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse the cases an earlier run with the same --json, models' options and suite already "
+                         "scored (a stopped run goes on where it was)")
     ap.add_argument("--strips", default=None,
                     help="folder for one PNG per model and case: 12 generated frames over the reference's")
     ap.add_argument("--compare", default=None, metavar="OLD.json",
@@ -466,8 +519,17 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--option takes KEY=VALUE, got {bad}")
     options = dict(o.split("=", 1) for o in args.option)
     results: dict[str, Any] = {"cases": len(cases), "roles": {"trained": trained}, "options": options,
-                               "direction": direction_accuracy(specs, cases, Path(args.strips) if args.strips else None,
-                                                               {trained: options})}
+                               "partial": True, "direction": {}}
+    out = Path(args.json) if args.json else None
+    done = resumable_rows(out, results, cases) if args.resume else None
+
+    def save(spec: str, summary: dict[str, Any]) -> None:
+        results["direction"][spec] = summary
+        if out is not None:
+            _write_json(out, results)
+
+    results["direction"] = direction_accuracy(specs, cases, Path(args.strips) if args.strips else None,
+                                              {trained: options}, done=done, on_case=save)
     if old_per_case is not None:
         change = paired_change(old_per_case, results["direction"][trained]["per_case"],
                                {c.id: _game(c) for c in cases})
@@ -479,9 +541,43 @@ def main(argv: list[str] | None = None) -> int:
         results["one_block"] = one_block(args.model_dir, cases)
     if not args.skip_fps:
         results["streaming"] = streaming(args.model_dir or "reference-world")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    results["partial"] = False
+    if out is not None:
+        _write_json(out, results)
     return 0
+
+
+def _write_json(path: Path, results: dict[str, Any]) -> None:
+    """Write ``results`` whole or not at all (a temp file renamed over ``path``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results, indent=2))
+    tmp.replace(path)
+
+
+def resumable_rows(path: Path | None, results: dict[str, Any], cases: list[Any]) -> dict[str, dict[str, Any]]:
+    """Per model spec, the rows of ``cases`` that an earlier run's ``--json`` at ``path`` already scored.
+
+    Raises:
+        SystemExit: no ``--json`` to resume from, or the file was written with other models or options.
+    """
+    if path is None:
+        raise SystemExit("--resume reads the earlier run's --json: give --json FILE")
+    if not path.is_file():
+        print(f"--resume: {path} does not exist yet, starting from the first case", file=sys.stderr)
+        return {}
+    old = json.loads(path.read_text())
+    for key in ("roles", "options"):
+        if old.get(key) != results[key]:
+            raise SystemExit(f"--resume: {path} was written with {key} {old.get(key)}, this run has {results[key]}; "
+                             "use another --json or drop --resume")
+    ids = {c.id for c in cases}
+    done: dict[str, dict[str, Any]] = {}
+    for spec, res in old.get("direction", {}).items():
+        if "rows" not in res:
+            raise SystemExit(f"--resume: {path} keeps no per-case rows for {spec} (written before --resume existed)")
+        done[spec] = {cid: row for cid, row in res["rows"].items() if cid in ids}
+    return done
 
 
 if __name__ == "__main__":
