@@ -310,27 +310,28 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
         t0 = time.perf_counter()
 
         model = _model(spec, **(options or {}).get(spec, {})) if todo else None
-        for i, case in enumerate(todo, 1):
-            assert model is not None
-            try:
-                video = model.generate(case, seed=0)
-            except Exception as e:  # noqa: BLE001 - recorded, the bench goes on
-                errors.append(f"{case.id}: {type(e).__name__}: {e}")
-                print(f"  [{spec} {i}/{len(todo)}] {case.id}: failed ({type(e).__name__})", file=sys.stderr, flush=True)
-                continue
-            ref = refs[case.id]
-            frames = video.frames[: len(ref)]
-            rep = analyze_following(frames, case, case.chunks, reference=ref if ref.shape == frames.shape else None)
-            if strips is not None:
-                save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
-            found = dict(zip([c.index for c in case.chunks], found_shares(frames, case), strict=True))
-            rows[case.id] = case_row(case, rep, found, ref_found_by_case[case.id])
-            print(f"  [{spec} {i}/{len(todo)}] {case.id}: {sum(rows[case.id]['ok'])}/{len(rep.chunks)} chunks followed "
-                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-            if on_case is not None:
-                on_case(spec, summarize(_in_order(cases, rows, earlier), time.perf_counter() - t0, errors))
-        if model is not None:
-            model.close()
+        try:
+            for i, case in enumerate(todo, 1):
+                try:
+                    video = model.generate(case, seed=0)
+                except Exception as e:  # noqa: BLE001 - recorded, the bench goes on
+                    errors.append(f"{case.id}: {type(e).__name__}: {e}")
+                    print(f"  [{spec} {i}/{len(todo)}] {case.id}: failed ({type(e).__name__})", file=sys.stderr, flush=True)
+                    continue
+                ref = refs[case.id]
+                frames = video.frames[: len(ref)]
+                rep = analyze_following(frames, case, case.chunks, reference=ref if ref.shape == frames.shape else None)
+                if strips is not None:
+                    save_strip(strips / spec.replace(":", "_").replace("/", "_") / f"{case.id}.png", frames, ref)
+                found = dict(zip([c.index for c in case.chunks], found_shares(frames, case), strict=True))
+                rows[case.id] = case_row(case, rep, found, ref_found_by_case[case.id])
+                print(f"  [{spec} {i}/{len(todo)}] {case.id}: {sum(rows[case.id]['ok'])}/{len(rep.chunks)} chunks followed "
+                      f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+                if on_case is not None:
+                    on_case(spec, summarize(_in_order(cases, rows, earlier), time.perf_counter() - t0, errors))
+        finally:
+            if model is not None:
+                model.close()
         out[spec] = summarize(_in_order(cases, rows, earlier), time.perf_counter() - t0, errors)
         print(f"{spec:34s} direction accuracy {out[spec]['direction_accuracy']}  ({out[spec]['chunks']} chunks, "
               f"{out[spec]['seconds']} s)  per game {out[spec]['per_game']}", flush=True)
