@@ -13,6 +13,11 @@
    the agent is found at all, in the generated video and in the reference. A model whose
    failures are all ``lost`` needs to keep its sprites before it can show that it follows the
    actions. Camera-driven cases (the maze) have no ``lost``.
+   **Chance** is printed beside them: a uniformly random action of the case's vocabulary per
+   chunk, shown exactly (``tracks.interaction.following.chance_following``), with each model's
+   one-sided binomial p-value of being above it (issue 9: the baselines must be at chance or below).
+   Without ``--limit`` every case of the suite is scored (the acceptance number); ``--limit 24``
+   takes 6 cases per game, round-robin, the per-game-balanced sample used for quick comparisons.
 2. **One block from a clean frame** (``--one-block``): per game, one block generated from a single
    reference frame with its chunk's action and caption (the engine's pipeline and sampler), scored
    on the latent cells that change in the reference: the model's squared error over that of
@@ -344,6 +349,35 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
     return out
 
 
+def chance_level(cases: list[Any]) -> dict[str, Any]:
+    """Chunk-weighted direction accuracy of chance over ``cases``, in all and per game: a uniformly
+    random action of each case's vocabulary per chunk, shown exactly and judged as the track judges
+    (against the reference where the reference does not show the commanded move;
+    :func:`tracks.interaction.following.chance_following`)."""
+    from tracks.interaction.following import chance_following
+    from worldolympiad.video.io import read_video
+
+    per_game: dict[str, list[float]] = defaultdict(list)
+    for c in cases:
+        per_game[_game(c)] += chance_following(c, c.chunks, reference=read_video(c.resolve(c.reference)).frames)
+    every = [p for v in per_game.values() for p in v]
+    return {"direction_accuracy": float(np.mean(every)) if every else None, "chunks": len(every),
+            "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
+            "per_chunk": {g: [round(p, 4) for p in v] for g, v in sorted(per_game.items())}}
+
+
+def against_chance(summary: dict[str, Any], chance: dict[str, Any]) -> dict[str, Any]:
+    """A model's chunks right against chance's: the one-sided exact binomial p-value that the model
+    is above chance (success probability = chance's mean over the same chunks)."""
+    from scipy.stats import binomtest
+
+    n = int(summary["chunks"])
+    k = round(float(summary["direction_accuracy"] or 0.0) * n)
+    p0 = float(chance["direction_accuracy"])
+    p = binomtest(k, n, min(max(p0, 1e-9), 1 - 1e-9), alternative="greater").pvalue if n else 1.0
+    return {"right": k, "chunks": n, "chance": round(p0, 4), "p_above": round(float(p), 6)}
+
+
 def paired_change(old: dict[str, list[bool]], new: dict[str, list[bool]],
                   game_of: dict[str, str]) -> dict[str, dict[str, Any]]:
     """Chunk-by-chunk change between two runs' ``per_case`` direction results, per game and in all.
@@ -531,6 +565,15 @@ def main(argv: list[str] | None = None) -> int:
 
     results["direction"] = direction_accuracy(specs, cases, Path(args.strips) if args.strips else None,
                                               {trained: options}, done=done, on_case=save)
+    chance = results["chance"] = chance_level(cases)
+    print(f"{'chance':34s} direction accuracy {chance['direction_accuracy']:.3f}  ({chance['chunks']} chunks; "
+          f"a uniformly random vocabulary action per chunk)  per game {chance['per_game']}", flush=True)
+    for spec, summary in results["direction"].items():
+        if summary.get("chunks"):
+            r = summary["against_chance"] = against_chance(summary, chance)
+            verdict = "above chance" if r["p_above"] < 0.05 else "at chance or below"
+            print(f"  {spec:32s} {r['right']} of {r['chunks']} chunks; chance {r['chance']:.3f}: {verdict} "
+                  f"(one-sided binomial p = {r['p_above']:.2g})", flush=True)
     if old_per_case is not None:
         change = paired_change(old_per_case, results["direction"][trained]["per_case"],
                                {c.id: _game(c) for c in cases})

@@ -79,3 +79,12 @@ def test_a_case_without_an_agent_appearance_has_nothing_to_lose(bench):
     case = Case(id="maze", scenario="gaming", fps=15.0, num_frames=8, resolution=(48, 48),
                 chunks=_case(["NOOP"]).chunks, metadata={"generator": "gaming.maze"})
     assert bench.found_shares(np.zeros((8, 48, 48, 3), np.uint8), case) == [None]
+
+
+def test_a_model_is_above_chance_only_when_its_chunk_count_clears_the_binomial(bench):
+    chance = {"direction_accuracy": 0.3}
+    strong = bench.against_chance({"direction_accuracy": 0.45, "chunks": 144}, chance)
+    level = bench.against_chance({"direction_accuracy": 0.34, "chunks": 144}, chance)
+    assert strong["right"] == 65 and strong["p_above"] < 0.001
+    assert level["right"] == 49 and level["p_above"] > 0.05  # 49 of 144 against 43 expected: chance
+    assert bench.against_chance({"direction_accuracy": 0.1, "chunks": 144}, chance)["p_above"] > 0.99

@@ -19,6 +19,10 @@ camera or the agent (:mod:`tracks.interaction.motion`) is projected on the expec
   (90th-percentile) speed. A video in which nothing moves above the noise floor never
   answered: its delay is the longest lag considered (about one chunk), as an onset that never
   comes counts as the whole chunk.
+
+**Chance** (:func:`chance_following`): the direction accuracy of a player that presses a uniformly
+random action of the case's vocabulary in every chunk, in a video that shows exactly that action's
+motion; the line a model's direction accuracy has to clear before it says anything about control.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from tracks.interaction.actions import ExpectedMotion, agent_appearance, expected_motion
+from tracks.interaction.actions import ExpectedMotion, UnknownActionError, agent_appearance, expected_motion, vocabulary_for
 from tracks.interaction.motion import MotionSeries, agent_motion, camera_motion
 from worldolympiad.types import Case, Chunk
 
@@ -219,3 +223,67 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
         if onsets:
             report.delay_frames, report.delay_method = float(np.mean(onsets)), "onset_in_chunk"
     return report
+
+
+# The speed a random action is shown at when its vocabulary gives none (camera moves of unknown
+# depth): well above the noise floor, so only its direction decides (10x the floor: ~2.5 px at 128 px).
+_NOMINAL_SPEED = 10 * TRANSLATE_FLOOR
+
+
+def _shown(m: ExpectedMotion, exp: ExpectedMotion) -> np.ndarray:
+    """The mean motion a video that plays ``m`` exactly shows, in the representation ``exp`` is judged in
+    (zoom: ``[zoom]``; translate / none: ``[dx, dy]``). Another target, or another kind of motion, shows
+    nothing of it (a pure zoom has no mean translation, a pan no zoom)."""
+    speed = m.magnitude if m.magnitude else _NOMINAL_SPEED
+    if exp.mode == "zoom":
+        return np.array([m.direction[0] * speed if m.mode == "zoom" and m.target == exp.target else 0.0])
+    if m.mode == "translate" and m.target == exp.target:
+        return np.asarray(m.direction, dtype=np.float64) * speed
+    return np.zeros(2)
+
+
+def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarray | None = None) -> list[float]:
+    """Per chunk with an action (the chunks :func:`analyze_following` judges, in order): the probability
+    that it is judged followed when the action is drawn uniformly from the case's vocabulary
+    (:func:`~tracks.interaction.actions.vocabulary_for`) and the video shows exactly that action's
+    motion, at the vocabulary's speed.
+
+    With ``reference`` the verdict is the track's: where the reference itself does not show the
+    commanded motion (an Atari paddle against the wall), a random action is judged against the
+    reference's realised motion. Vocabulary entries whose motion cannot be read (structured commands)
+    are left out of the draw.
+
+    Raises:
+        UnknownActionError: a chunk's action, or the case, has no vocabulary.
+    """
+    _, space, _ = vocabulary_for(case)
+    ref = reference if reference is not None and len(reference) > 1 else None
+    n_pairs = len(ref) - 1 if ref is not None else None
+    ref_cache: dict[str, MotionSeries] = {}
+    out: list[float] = []
+    for c in chunks:
+        exp = expected_motion(c.action, case, c.num_frames)
+        if exp is None:
+            continue
+        if n_pairs is not None and min(c.frame_end - 1, n_pairs) - c.frame_start < 1:
+            continue  # analyze_following skips a chunk the video does not reach
+        draws: list[ExpectedMotion] = []
+        for name in space["actions"]:
+            try:
+                m = expected_motion(name, case, c.num_frames)
+            except UnknownActionError:
+                continue
+            if m is not None:
+                draws.append(m)
+        if not draws:
+            raise UnknownActionError(f"case {case.id!r}: no action of its vocabulary has a readable motion")
+        v_ref = None
+        if ref is not None and n_pairs is not None:
+            rs = _series(ref, exp.target, case, ref_cache)
+            v_ref = _mean_vec(rs, _pairs(c, n_pairs), exp.mode)
+            if _direction_ok(v_ref, exp):
+                v_ref = None
+        hits = [(_matches_reference(_shown(m, exp), v_ref, exp.mode) if v_ref is not None else
+                 _direction_ok(_shown(m, exp), exp)) for m in draws]
+        out.append(float(np.mean(hits)))
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tracks.interaction.following import analyze_following
+from tracks.interaction.following import analyze_following, chance_following
 from tracks.interaction.motion import agent_motion, camera_motion
 from worldolympiad.types import Case, even_chunks
 
@@ -90,3 +90,39 @@ def test_unreachable_expectation_is_judged_against_the_reference(synth):
     rep = analyze_following(ref, case, case.chunks, reference=ref)
     assert rep.direction_accuracy == 1.0
     assert rep.chunks[0].expectation == "reference"
+
+
+def _atari_case(actions, vocabulary) -> Case:
+    n = 12 * len(actions)
+    space = {"kind": "image_translation", "agent_color": [40, 220, 240],
+             "actions": {a: {"translation": t} for a, t in vocabulary.items()}}
+    return Case(id="a", scenario="gaming", fps=12.0, num_frames=n, resolution=(48, 48),
+                chunks=even_chunks(n, len(actions), actions=list(actions)),
+                metadata={"generator": "gaming.atari_breakout", "action_space": space})
+
+
+def test_chance_is_the_share_of_the_vocabulary_whose_motion_passes_the_chunk():
+    vocab = {"NOOP": [0, 0], "FIRE": [0, 0], "RIGHT": [1, 0], "LEFT": [-1, 0]}
+    case = _atari_case(["NOOP", "RIGHT", "LEFT"], vocab)
+    # still actions pass a NOOP chunk (2 of 4); only RIGHT passes RIGHT (1 of 4)
+    assert chance_following(case, case.chunks) == pytest.approx([0.5, 0.25, 0.25])
+
+
+def test_chance_on_camera_moves_counts_a_turn_as_a_strafe_and_forward_alone():
+    # content shifts the same way under turn_left and strafe_left; only forward zooms in
+    moves = {"forward": {"translation": [0, 0, 0.1]}, "back": {"translation": [0, 0, -0.1]},
+             "strafe_left": {"translation": [-0.05, 0, 0]}, "strafe_right": {"translation": [0.05, 0, 0]},
+             "turn_left": {"yaw_deg": 3.0}, "turn_right": {"yaw_deg": -3.0}}
+    case = _camera_case(["strafe_left", "forward", "turn_right"])
+    case.metadata["action_space"] = {"kind": "camera", "actions": moves}
+    assert chance_following(case, case.chunks) == pytest.approx([2 / 6, 1 / 6, 2 / 6])
+
+
+def test_chance_is_judged_against_the_reference_where_the_reference_does_not_move(synth):
+    vocab = {"NOOP": [0, 0], "FIRE": [0, 0], "RIGHT": [1, 0], "LEFT": [-1, 0]}
+    case = _atari_case(["RIGHT", "LEFT"], vocab)
+    ref = synth.sprite_video([(0.0, 0.0), (-1.0, 0.0)])  # against the wall on RIGHT: it stays put
+    assert chance_following(case, case.chunks) == pytest.approx([0.25, 0.25])
+    # as the track judges it: chunk 0 is followed by standing still, which 2 of the 4 actions do
+    assert chance_following(case, case.chunks, reference=ref) == pytest.approx([0.5, 0.25])
+    assert analyze_following(ref, case, case.chunks, reference=ref).chunks[0].expectation == "reference"
