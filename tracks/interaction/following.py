@@ -32,7 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from tracks.interaction.actions import ExpectedMotion, UnknownActionError, agent_appearance, expected_motion, vocabulary_for
+from tracks.interaction.actions import (
+    ExpectedMotion,
+    UnknownActionError,
+    agent_appearance,
+    expected_motion,
+    vocabulary_for,
+)
 from tracks.interaction.motion import MotionSeries, agent_motion, camera_motion
 from worldolympiad.types import Case, Chunk
 
