@@ -366,16 +366,34 @@ def chance_level(cases: list[Any]) -> dict[str, Any]:
             "per_chunk": {g: [round(p, 4) for p in v] for g, v in sorted(per_game.items())}}
 
 
-def against_chance(summary: dict[str, Any], chance: dict[str, Any]) -> dict[str, Any]:
-    """A model's chunks right against chance's: the one-sided exact binomial p-value that the model
-    is above chance (success probability = chance's mean over the same chunks)."""
+def _binomial_above(k: int, n: int, p0: float) -> float:
     from scipy.stats import binomtest
 
+    return float(binomtest(k, n, min(max(p0, 1e-9), 1 - 1e-9), alternative="greater").pvalue) if n else 1.0
+
+
+def against_chance(summary: dict[str, Any], chance: dict[str, Any]) -> dict[str, Any]:
+    """A model's chunks right against chance's: the one-sided exact binomial p-value that the model
+    is above chance (success probability = chance's mean over the same chunks), in all and, when
+    the summary keeps its per-case ``rows``, per game."""
     n = int(summary["chunks"])
     k = round(float(summary["direction_accuracy"] or 0.0) * n)
     p0 = float(chance["direction_accuracy"])
-    p = binomtest(k, n, min(max(p0, 1e-9), 1 - 1e-9), alternative="greater").pvalue if n else 1.0
-    return {"right": k, "chunks": n, "chance": round(p0, 4), "p_above": round(float(p), 6)}
+    out: dict[str, Any] = {"right": k, "chunks": n, "chance": round(p0, 4),
+                           "p_above": float(f"{_binomial_above(k, n, p0):.3g}")}
+    right: dict[str, list[bool]] = defaultdict(list)
+    for row in summary.get("rows", {}).values():
+        right[row["game"]] += [bool(x) for x in row["ok"]]
+    games = {}
+    for g, oks in sorted(right.items()):
+        chunk_chance = chance.get("per_chunk", {}).get(g)
+        if chunk_chance and len(chunk_chance) == len(oks):
+            pg = float(np.mean(chunk_chance))
+            games[g] = {"right": sum(oks), "chunks": len(oks), "chance": round(pg, 4),
+                        "p_above": float(f"{_binomial_above(sum(oks), len(oks), pg):.3g}")}
+    if games:
+        out["per_game"] = games
+    return out
 
 
 def paired_change(old: dict[str, list[bool]], new: dict[str, list[bool]],
@@ -574,6 +592,9 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "above chance" if r["p_above"] < 0.05 else "at chance or below"
             print(f"  {spec:32s} {r['right']} of {r['chunks']} chunks; chance {r['chance']:.3f}: {verdict} "
                   f"(one-sided binomial p = {r['p_above']:.2g})", flush=True)
+            for g, rg in r.get("per_game", {}).items():
+                print(f"    {g:10s} {rg['right']} of {rg['chunks']}; chance {rg['chance']:.3f}, p = {rg['p_above']:.2g}"
+                      + ("" if rg["p_above"] < 0.05 else "  (at chance or below)"), flush=True)
     if old_per_case is not None:
         change = paired_change(old_per_case, results["direction"][trained]["per_case"],
                                {c.id: _game(c) for c in cases})

@@ -88,3 +88,14 @@ def test_a_model_is_above_chance_only_when_its_chunk_count_clears_the_binomial(b
     assert strong["right"] == 65 and strong["p_above"] < 0.001
     assert level["right"] == 49 and level["p_above"] > 0.05  # 49 of 144 against 43 expected: chance
     assert bench.against_chance({"direction_accuracy": 0.1, "chunks": 144}, chance)["p_above"] > 0.99
+
+
+def test_chance_is_tested_per_game_from_the_kept_rows(bench):
+    # a game at chance is named even when the total clears chance on the other game's strength
+    rows = {"a": {"game": "maze", "ok": [True] * 30}, "b": {"game": "freeway", "ok": [True] * 10 + [False] * 20}}
+    summary = {"direction_accuracy": 40 / 60, "chunks": 60, "rows": rows}
+    chance = {"direction_accuracy": 0.3, "per_chunk": {"maze": [0.3] * 30, "freeway": [1 / 3] * 30}}
+    r = bench.against_chance(summary, chance)
+    assert r["p_above"] < 0.001
+    assert r["per_game"]["maze"]["right"] == 30 and r["per_game"]["maze"]["p_above"] < 0.001
+    assert r["per_game"]["freeway"]["right"] == 10 and r["per_game"]["freeway"]["p_above"] > 0.5
