@@ -292,17 +292,18 @@ def _in_order(cases: list[Any], new: dict[str, Any], earlier: dict[str, Any]) ->
 def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None = None,
                        options: dict[str, dict[str, str]] | None = None,
                        done: dict[str, dict[str, dict[str, Any]]] | None = None,
-                       on_case: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                       on_case: Callable[[str, dict[str, Any]], None] | None = None,
+                       refs: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """Per model spec: direction accuracy over ``cases`` (:func:`summarize`); ``options`` gives a
     spec its model options (``--option`` for the trained model). ``done``: per spec, rows of cases
     an earlier run already scored (``--resume``); they are not generated again. ``on_case(spec,
     summary)`` is called after every newly scored case with the spec's results so far, so a caller
-    can save them before the next case (a stopped run loses at most the case in progress)."""
+    can save them before the next case (a stopped run loses at most the case in progress).
+    ``refs``: the cases' reference frames by case id (:func:`reference_frames`), read here if not given."""
     from tracks.interaction.following import analyze_following
-    from worldolympiad.video.io import read_video
 
     out: dict[str, Any] = {}
-    refs = {c.id: read_video(c.resolve(c.reference)).frames for c in cases}
+    refs = refs if refs is not None else reference_frames(cases)
     ref_found_by_case = {c.id: found_shares(refs[c.id], c) for c in cases}
     for spec in specs:
         earlier = (done or {}).get(spec, {})
@@ -349,17 +350,23 @@ def direction_accuracy(specs: list[str], cases: list[Any], strips: Path | None =
     return out
 
 
-def chance_level(cases: list[Any]) -> dict[str, Any]:
+def reference_frames(cases: list[Any]) -> dict[str, np.ndarray]:
+    """Each case's reference video frames, by case id."""
+    from worldolympiad.video.io import read_video
+
+    return {c.id: read_video(c.resolve(c.reference)).frames for c in cases}
+
+
+def chance_level(cases: list[Any], refs: dict[str, np.ndarray]) -> dict[str, Any]:
     """Chunk-weighted direction accuracy of chance over ``cases``, in all and per game: a uniformly
     random action of each case's vocabulary per chunk, shown exactly and judged as the track judges
-    (against the reference where the reference does not show the commanded move;
+    (against the reference, ``refs[case.id]``, where the reference does not show the commanded move;
     :func:`tracks.interaction.following.chance_following`)."""
     from tracks.interaction.following import chance_following
-    from worldolympiad.video.io import read_video
 
     per_game: dict[str, list[float]] = defaultdict(list)
     for c in cases:
-        per_game[_game(c)] += chance_following(c, c.chunks, reference=read_video(c.resolve(c.reference)).frames)
+        per_game[_game(c)] += chance_following(c, c.chunks, reference=refs[c.id])
     every = [p for v in per_game.values() for p in v]
     return {"direction_accuracy": float(np.mean(every)) if every else None, "chunks": len(every),
             "per_game": {g: round(float(np.mean(v)), 3) for g, v in sorted(per_game.items())},
@@ -581,9 +588,10 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:
             _write_json(out, results)
 
+    refs = reference_frames(cases)
     results["direction"] = direction_accuracy(specs, cases, Path(args.strips) if args.strips else None,
-                                              {trained: options}, done=done, on_case=save)
-    chance = results["chance"] = chance_level(cases)
+                                              {trained: options}, done=done, on_case=save, refs=refs)
+    chance = results["chance"] = chance_level(cases, refs)
     print(f"{'chance':34s} direction accuracy {chance['direction_accuracy']:.3f}  ({chance['chunks']} chunks; "
           f"a uniformly random vocabulary action per chunk)  per game {chance['per_game']}", flush=True)
     for spec, summary in results["direction"].items():

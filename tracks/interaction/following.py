@@ -271,7 +271,8 @@ def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarra
         exp = expected_motion(c.action, case, c.num_frames)
         if exp is None:
             continue
-        if n_pairs is not None and min(c.frame_end - 1, n_pairs) - c.frame_start < 1:
+        sl = _pairs(c, n_pairs) if n_pairs is not None else None
+        if sl is not None and sl.stop - sl.start < 1:
             continue  # analyze_following skips a chunk the video does not reach
         draws: list[ExpectedMotion] = []
         for name in space["actions"]:
@@ -284,9 +285,8 @@ def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarra
         if not draws:
             raise UnknownActionError(f"case {case.id!r}: no action of its vocabulary has a readable motion")
         v_ref = None
-        if ref is not None and n_pairs is not None:
-            rs = _series(ref, exp.target, case, ref_cache)
-            v_ref = _mean_vec(rs, _pairs(c, n_pairs), exp.mode)
+        if ref is not None and sl is not None:
+            v_ref = _mean_vec(_series(ref, exp.target, case, ref_cache), sl, exp.mode)
             if _direction_ok(v_ref, exp):
                 v_ref = None
         hits = [(_matches_reference(_shown(m, exp), v_ref, exp.mode) if v_ref is not None else
