@@ -79,6 +79,13 @@ def _fmt(x: Any) -> str:
     return html.escape(str(x))
 
 
+def _chance_note(metric: dict[str, Any]) -> str:
+    """A "(chance 0.333)" note after a metric whose details carry the score a random player gets (the
+    interaction track's direction accuracy), so a reader sees the line it has to clear."""
+    chance = (metric.get("details") or {}).get("chance")
+    return f" <span class='not_applicable'>(chance {_fmt(float(chance))})</span>" if chance is not None else ""
+
+
 def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Schema | None = None) -> Path:
     """Write the HTML report of ``run_dir``; returns its path.
 
@@ -145,7 +152,7 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
         for r in sorted(rs, key=lambda r: (r["track"], r["seed"])):
             mrows = "".join(
                 f"<tr class='{html.escape(str(m.get('status', 'ok')))}'><td>{html.escape(str(m['name']))}</td>"
-                f"<td>{_fmt(m.get('raw'))}</td><td>{_fmt(m.get('normalized'))}</td>"
+                f"<td>{_fmt(m.get('raw'))}{_chance_note(m)}</td><td>{_fmt(m.get('normalized'))}</td>"
                 f"<td>{html.escape(str(m.get('status', 'ok')))}</td><td>{html.escape(str(m.get('reason') or ''))}</td></tr>"
                 for m in r.get("metrics") or [])
             errs = "".join(f"<div class='failed'>{html.escape(e)}</div>" for e in r.get("errors") or [])

@@ -38,3 +38,11 @@ def test_report_says_how_the_videos_were_stored_when_browsers_may_not_play_them(
     (run / "run_spec.json").write_text(json.dumps(spec))
     html = build_report(run).read_text()
     assert "h264 yuv444p crf18" in html and "video.pix_fmt=yuv420p" in html
+
+
+def test_report_shows_the_chance_level_next_to_a_metric_that_carries_one(tmp_path):
+    row = result_row("m", "c0", 0, "interaction", 0.5)
+    row["metrics"][0]["details"] = {"chunks": 6, "chance": 0.25}
+    other = result_row("m", "c1", 0, "interaction", 0.5)
+    html = build_report(write_run(tmp_path, "m", [row, other])).read_text()
+    assert html.count("(chance 0.250)") == 1  # only on the metric whose details carry it

@@ -23,6 +23,8 @@ camera or the agent (:mod:`tracks.interaction.motion`) is projected on the expec
 **Chance** (:func:`chance_following`): the direction accuracy of a player that presses a uniformly
 random action of the case's vocabulary in every chunk, in a video that shows exactly that action's
 motion; the line a model's direction accuracy has to clear before it says anything about control.
+It is defined where the player has a finite set of buttons: not for structured commands (a
+continuous end-effector or camera move) nor for the default ``camera`` vocabulary, a table of synonyms.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class ChunkFollowing:
     expectation: str = "vocabulary"
     magnitude_error: float | None = None
     onset_frames: float | None = None
+    chance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 5) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -74,6 +77,7 @@ class FollowingReport:
     delay_method: str
     errors: list[str] = field(default_factory=list)
     correlation: float | None = None
+    chance_reason: str | None = None  # why chance is not defined on these chunks
 
     @property
     def direction_accuracy(self) -> float | None:
@@ -84,9 +88,18 @@ class FollowingReport:
         vals = [c.magnitude_error for c in self.chunks if c.magnitude_error is not None]
         return float(np.mean(vals)) if vals else None
 
+    @property
+    def chance(self) -> float | None:
+        """The direction accuracy a uniformly random action of the vocabulary gets on these chunks
+        (:func:`chance_following`); ``None`` (``chance_reason`` says why) unless every chunk has one:
+        a mean over some of the chunks would not be the line the accuracy over all of them must clear."""
+        vals = [c.chance for c in self.chunks if c.chance is not None]
+        return float(np.mean(vals)) if vals and len(vals) == len(self.chunks) else None
+
     def to_dict(self) -> dict[str, Any]:
         return {"chunks": [c.to_dict() for c in self.chunks], "delay_frames": self.delay_frames,
-                "delay_method": self.delay_method, "correlation": self.correlation, "errors": self.errors}
+                "delay_method": self.delay_method, "correlation": self.correlation, "errors": self.errors,
+                "chance": self.chance, "chance_reason": self.chance_reason}
 
 
 def _series(frames: np.ndarray, target: str, case: Case, cache: dict[str, MotionSeries]) -> MotionSeries:
@@ -180,6 +193,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     proj_gen = np.full(n_pairs, np.nan)
     proj_ref = np.full(n_pairs, np.nan)
     ref = reference if reference is not None and len(reference) == len(frames) else None
+    report_chance_reason: str | None = None
     for c, exp in expected:
         s = _series(frames, exp.target, case, gen_cache)
         sl = _pairs(c, n_pairs)
@@ -191,6 +205,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
         ok = _direction_ok(v, exp)
         expectation = "vocabulary"
         target_speed = exp.magnitude
+        v_ref: np.ndarray | None = None
         if ref is not None:
             rs = _series(ref, exp.target, case, ref_cache)
             v_ref = _mean_vec(rs, sl, exp.mode)
@@ -209,9 +224,13 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
             # an agent that cannot be found in the generated chunk did not move as asked: maximal error
             mag_err = abs(realised - target_speed) / max(abs(target_speed), floor) if np.isfinite(realised) else 1.0
         onset = _onset(p[sl]) if exp.mode != "none" else None
+        chunk_draws, why = _chance_draws(case, c.action, c.num_frames)
+        chance = None if chunk_draws is None else _chance(chunk_draws, exp, v_ref if expectation == "reference" else None)
+        if why is not None:
+            report_chance_reason = why
         out.append(ChunkFollowing(c.index, exp.action, exp.target, exp.mode, [float(x) for x in v], realised, ok,
-                                  expectation, mag_err, onset))
-    report = FollowingReport(out, None, "none")
+                                  expectation, mag_err, onset, chance))
+    report = FollowingReport(out, None, "none", chance_reason=report_chance_reason)
     moving = [c for c in out if c.mode != "none"]
     if ref is not None and np.isfinite(proj_ref).sum() >= 4:
         # up to one chunk: a model that answers a whole chunk late shows the previous action's motion
@@ -248,11 +267,51 @@ def _shown(m: ExpectedMotion, exp: ExpectedMotion) -> np.ndarray:
     return np.zeros(2)
 
 
+#: Default vocabularies that are look-up tables of synonyms (``forward``, ``move_forward``, ``w``) for
+#: imported data, not a player's set of buttons: a uniform draw over their names is not a uniform draw
+#: over commands, so chance is not defined on them.
+_SYNONYM_TABLES = ("camera",)
+
+
+def _chance_draws(case: Case, action: Any, frames: int) -> tuple[list[ExpectedMotion] | None, str | None]:
+    """The motions a uniformly random player draws from for a chunk commanded ``action`` (every action of
+    ``case``'s vocabulary over ``frames`` frames), or ``None`` and why chance is not defined there."""
+    if isinstance(action, dict):
+        return None, "a structured command (a continuous move) has no finite set of alternatives to draw from"
+    try:
+        vocab, space, from_case = vocabulary_for(case)
+    except UnknownActionError as e:
+        return None, str(e)
+    if not from_case and vocab in _SYNONYM_TABLES:
+        return None, f"the default {vocab!r} vocabulary lists synonyms, not a set of buttons to draw from"
+    out: list[ExpectedMotion] = []
+    for name in space["actions"]:
+        try:
+            m = expected_motion(name, case, frames)
+        except UnknownActionError:
+            continue
+        if m is not None:
+            out.append(m)
+    if not out:
+        return None, f"no action of the {vocab!r} vocabulary has a readable motion"
+    return out, None
+
+
+def _chance(draws: list[ExpectedMotion], exp: ExpectedMotion, v_ref: np.ndarray | None) -> float:
+    """Share of ``draws`` that, shown exactly, pass a chunk commanded ``exp``: judged against the
+    vocabulary, or against the reference's realised motion ``v_ref`` where the reference does not show
+    the commanded move."""
+    hits = [(_matches_reference(_shown(m, exp), v_ref, exp.mode) if v_ref is not None else
+             _direction_ok(_shown(m, exp), exp)) for m in draws]
+    return float(np.mean(hits))
+
+
 def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarray | None = None) -> list[float]:
     """Per chunk with an action (the chunks :func:`analyze_following` judges, in order): the probability
     that it is judged followed when the action is drawn uniformly from the case's vocabulary
     (:func:`~tracks.interaction.actions.vocabulary_for`) and the video shows exactly that action's
-    motion, at the vocabulary's speed.
+    motion, at the vocabulary's speed. :func:`analyze_following` reports the same per chunk
+    (``ChunkFollowing.chance``); this needs no generated video.
 
     With ``reference`` the verdict is the track's: where the reference itself does not show the
     commanded motion (an Atari paddle against the wall), a random action is judged against the
@@ -260,9 +319,10 @@ def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarra
     are left out of the draw.
 
     Raises:
-        UnknownActionError: a chunk's action, or the case, has no vocabulary.
+        UnknownActionError: a chunk's action, or the case, has no vocabulary, or chance is not defined
+            there (a structured command; a default vocabulary of synonyms, ``_SYNONYM_TABLES``).
     """
-    _, space, _ = vocabulary_for(case)
+    vocabulary_for(case)  # raises with the message that names the missing vocabulary
     ref = reference if reference is not None and len(reference) > 1 else None
     n_pairs = len(ref) - 1 if ref is not None else None
     ref_cache: dict[str, MotionSeries] = {}
@@ -274,22 +334,13 @@ def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarra
         sl = _pairs(c, n_pairs) if n_pairs is not None else None
         if sl is not None and sl.stop - sl.start < 1:
             continue  # analyze_following skips a chunk the video does not reach
-        draws: list[ExpectedMotion] = []
-        for name in space["actions"]:
-            try:
-                m = expected_motion(name, case, c.num_frames)
-            except UnknownActionError:
-                continue
-            if m is not None:
-                draws.append(m)
-        if not draws:
-            raise UnknownActionError(f"case {case.id!r}: no action of its vocabulary has a readable motion")
-        v_ref = None
+        v_ref: np.ndarray | None = None
         if ref is not None and sl is not None:
             v_ref = _mean_vec(_series(ref, exp.target, case, ref_cache), sl, exp.mode)
             if _direction_ok(v_ref, exp):
                 v_ref = None
-        hits = [(_matches_reference(_shown(m, exp), v_ref, exp.mode) if v_ref is not None else
-                 _direction_ok(_shown(m, exp), exp)) for m in draws]
-        out.append(float(np.mean(hits)))
+        draws, why = _chance_draws(case, c.action, c.num_frames)
+        if draws is None:
+            raise UnknownActionError(f"case {case.id!r}, chunk {c.index}: no chance level: {why}")
+        out.append(_chance(draws, exp, v_ref))
     return out

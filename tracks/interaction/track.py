@@ -123,7 +123,11 @@ class InteractionTrack(Track):
         details["agent_appearance"] = agent_appearance(case)
         out = []
         acc = rep.direction_accuracy
-        out.append(spec["direction_accuracy"].value(acc, {"chunks": len(rep.chunks)}) if acc is not None
+        # chance: what a uniformly random action of the vocabulary scores on these chunks, the line
+        # direction accuracy has to clear before it says anything about control
+        chance = {"chance": rep.chance} if rep.chance is not None else {"chance": None, "chance_reason": rep.chance_reason}
+        out.append(spec["direction_accuracy"].value(acc, {"chunks": len(rep.chunks), **chance})
+                   if acc is not None
                    else spec["direction_accuracy"].not_applicable("no chunk with an action could be measured"))
         mag = rep.magnitude_error
         if mag is not None:

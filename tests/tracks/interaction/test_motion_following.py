@@ -126,3 +126,32 @@ def test_chance_is_judged_against_the_reference_where_the_reference_does_not_mov
     # as the track judges it: chunk 0 is followed by standing still, which 2 of the 4 actions do
     assert chance_following(case, case.chunks, reference=ref) == pytest.approx([0.5, 0.25])
     assert analyze_following(ref, case, case.chunks, reference=ref).chunks[0].expectation == "reference"
+
+
+def test_the_track_report_carries_per_chunk_chance_equal_to_chance_following(synth):
+    vocab = {"NOOP": [0, 0], "FIRE": [0, 0], "RIGHT": [1, 0], "LEFT": [-1, 0]}
+    case = _atari_case(["RIGHT", "LEFT", "NOOP"], vocab)
+    ref = synth.sprite_video([(0.0, 0.0), (-1.0, 0.0), (0.0, 0.0)])  # RIGHT against the wall: stays put
+    video = synth.sprite_video([(1.0, 0.0), (-1.0, 0.0), (0.0, 0.0)])
+    rep = analyze_following(video, case, case.chunks, reference=ref)
+    # the reference fallback applies to chunk 0 (standing still passes it: NOOP and FIRE)
+    assert [c.chance for c in rep.chunks] == pytest.approx(chance_following(case, case.chunks, reference=ref))
+    assert [c.chance for c in rep.chunks] == pytest.approx([0.5, 0.25, 0.5])
+    assert rep.chance == pytest.approx(5 / 12)
+    assert rep.to_dict()["chance"] == pytest.approx(5 / 12)
+
+
+def test_chance_is_not_defined_on_a_synonym_table_or_a_structured_command(synth):
+    # no action_space: the default camera vocabulary, whose 29 names are synonyms of 11 moves
+    case = _camera_case(["turn_left", "forward"])
+    rep = analyze_following(synth.camera_video([(1.5, 0, 0), (0, 0, 0.02)]), case, case.chunks)
+    assert rep.direction_accuracy == 1.0
+    assert rep.chance is None and "synonyms" in rep.chance_reason
+    with pytest.raises(ValueError, match="synonyms"):
+        chance_following(case, case.chunks)
+    # a fly-through's structured camera move has no finite set of alternatives
+    moves = {"turn_left": {"yaw_deg": 3.0}, "turn_right": {"yaw_deg": -3.0}}
+    cam = _camera_case([{"name": "camera", "yaw_deg": 3.0}])
+    cam.metadata["action_space"] = {"kind": "camera", "actions": moves}
+    rep = analyze_following(synth.camera_video([(1.5, 0, 0)]), cam, cam.chunks)
+    assert rep.chance is None and "structured" in rep.chance_reason

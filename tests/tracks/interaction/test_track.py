@@ -199,3 +199,24 @@ def test_the_reference_keeps_its_own_identity_and_a_swap_does_not(synth, generat
         scores[name] = m.normalized
     assert scores["reference"] == 1.0
     assert scores["swapped"] < 0.8
+
+
+def test_direction_accuracy_details_name_the_chance_level(synth, tmp_path):
+    # the maze's 6 moves: a turn is passed by itself and the strafe that shifts the content the same way
+    # (2 of 6), forward by itself alone (1 of 6)
+    moves = {"forward": {"translation": [0, 0, 0.1]}, "back": {"translation": [0, 0, -0.1]},
+             "strafe_left": {"translation": [-0.05, 0, 0]}, "strafe_right": {"translation": [0.05, 0, 0]},
+             "turn_left": {"yaw_deg": 3.0}, "turn_right": {"yaw_deg": -3.0}}
+    case = _case(["turn_left", "forward", "turn_right"])
+    case.metadata["action_space"] = {"kind": "camera", "actions": moves}
+    frames = synth.camera_video([(1.5, 0, 0), (0, 0, 0.02), (-1.5, 0, 0)])
+    out = InteractionTrack().evaluate(Video(frames, 12.0), case, EvalContext(work_dir=tmp_path))
+    acc = next(m for m in out.metrics if m.name == "direction_accuracy")
+    assert acc.raw == 1.0
+    assert acc.details["chance"] == pytest.approx((2 + 1 + 2) / 18)
+    assert json.loads((tmp_path / "interaction.json").read_text())["following"]["chance"] == acc.details["chance"]
+    # without the case's own vocabulary the default camera table of synonyms gives no chance, and says so
+    out = InteractionTrack().evaluate(Video(frames, 12.0), _case(["turn_left", "forward", "turn_right"]),
+                                      EvalContext(work_dir=tmp_path / "default"))
+    acc = next(m for m in out.metrics if m.name == "direction_accuracy")
+    assert acc.raw == 1.0 and acc.details["chance"] is None and "synonyms" in acc.details["chance_reason"]
