@@ -126,6 +126,24 @@ def test_lossless_write_round_trips_bit_exact(tmp_path):
     assert np.array_equal(v.frames, frames) and v.fps == 10
 
 
+def test_read_video_without_pyav_decodes_the_same_frames(tmp_path, monkeypatch, bad_suite):
+    # an H.264 render as the scenario generators write them (yuv420p) and the generated-video format (yuv444p)
+    rng = np.random.default_rng(0)
+    frames = np.repeat(np.repeat(rng.integers(0, 256, (5, 12, 16, 3)), 4, 1), 4, 2).astype(np.uint8)
+    write_video(tmp_path / "a.mp4", frames, 15)
+    write_video(tmp_path / "b.mp4", frames, 15, pix_fmt="yuv444p")
+    with_av = [read_video(tmp_path / n) for n in ("a.mp4", "b.mp4")]
+    monkeypatch.setitem(__import__("sys").modules, "av", None)  # `import av` now raises ImportError
+    for n, ref in zip(("a.mp4", "b.mp4"), with_av, strict=True):
+        v = read_video(tmp_path / n)
+        assert v.metadata["decoder"] == "opencv" and "decoder" not in ref.metadata
+        assert np.array_equal(v.frames, ref.frames) and v.fps == pytest.approx(ref.fps)
+    assert len(read_video(tmp_path / "a.mp4", max_frames=2).frames) == 2
+    _, vids, _ = bad_suite
+    with pytest.raises(VideoError, match="textfile"):
+        read_video(vids / "textfile.mp4")
+
+
 @pytest.mark.parametrize("name", ["zeroframe", "textfile", "truncated"])
 def test_read_video_errors_name_the_file(bad_suite, name):
     _, vids, _ = bad_suite

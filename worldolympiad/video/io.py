@@ -1,4 +1,4 @@
-"""Video reading and writing on PyAV.
+"""Video reading and writing on PyAV (reading falls back to OpenCV where PyAV is not installed).
 
 * :func:`read_video` decodes mp4/webm/avi/mkv/gif (any pixel format, grayscale, RGBA,
   16-bit, odd sizes) into ``uint8 [T, H, W, 3]`` RGB, optionally sampling frames by
@@ -76,6 +76,58 @@ def _check_file(path: Path) -> None:
         raise VideoError(f"{path}: file is empty (0 bytes); regenerate it")
 
 
+def _decode_pyav(path: Path, max_frames: int | None) -> tuple[list[np.ndarray], float, str | None]:
+    """Frames, source fps and the decoder's complaint (a truncated file stops mid-stream) of ``path``."""
+    import av
+
+    frames: list[np.ndarray] = []
+    decode_error: str | None = None
+    try:
+        container = av.open(str(path))
+    except Exception as e:  # noqa: BLE001
+        raise VideoError(f"{path}: not a readable video ({type(e).__name__}: {e}); the file is truncated or "
+                         "not a video — regenerate it or re-export a complete mp4/webm/avi/mkv/gif") from e
+    with container:
+        if not container.streams.video:
+            raise VideoError(f"{path}: has no video stream (an empty or zero-frame video?); regenerate it or re-export it as H.264 mp4")
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        rate = stream.average_rate or stream.guessed_rate
+        src_fps = float(rate) if rate else 0.0
+        try:
+            for frame in container.decode(stream):
+                frames.append(_to_rgb_uint8(frame.to_ndarray(format="rgb24")))
+                if max_frames is not None and len(frames) >= max_frames:
+                    break
+        except Exception as e:  # noqa: BLE001 - truncated files raise mid-stream
+            decode_error = f"{type(e).__name__}: {e}"
+    return frames, src_fps, decode_error
+
+
+def _decode_opencv(path: Path, max_frames: int | None) -> tuple[list[np.ndarray], float, str | None]:
+    """The same through OpenCV's FFmpeg backend, for an environment without PyAV (a GPU image that ships
+    torch and OpenCV). Both convert through FFmpeg's swscale: an H.264 render decodes to identical frames
+    (``test_read_video_without_pyav_decodes_the_same_frames``). OpenCV hands every pixel format over as
+    8-bit colour and does not say why a stream stopped."""
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    if not cap.isOpened():
+        raise VideoError(f"{path}: not a readable video (OpenCV could not open it; PyAV is not installed); the file "
+                         "is truncated or not a video — regenerate it or re-export a complete mp4/webm/avi/mkv/gif")
+    frames: list[np.ndarray] = []
+    try:
+        src_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        while max_frames is None or len(frames) < max_frames:
+            ok, bgr = cap.read()
+            if not ok:
+                break
+            frames.append(_to_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+    finally:
+        cap.release()
+    return frames, src_fps, None
+
+
 def read_video(
     path: str | Path,
     *,
@@ -98,32 +150,16 @@ def read_video(
     Raises:
         VideoError: missing, empty, truncated-beyond-use or non-video file; too few frames.
     """
-    import av
-
     path = Path(path)
     _check_file(path)
-    frames: list[np.ndarray] = []
-    src_fps = 0.0
-    decode_error: str | None = None
     try:
-        container = av.open(str(path))
-    except Exception as e:  # noqa: BLE001
-        raise VideoError(f"{path}: not a readable video ({type(e).__name__}: {e}); the file is truncated or "
-                         "not a video — regenerate it or re-export a complete mp4/webm/avi/mkv/gif") from e
-    with container:
-        if not container.streams.video:
-            raise VideoError(f"{path}: has no video stream (an empty or zero-frame video?); regenerate it or re-export it as H.264 mp4")
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        rate = stream.average_rate or stream.guessed_rate
-        src_fps = float(rate) if rate else 0.0
-        try:
-            for frame in container.decode(stream):
-                frames.append(_to_rgb_uint8(frame.to_ndarray(format="rgb24")))
-                if max_frames is not None and len(frames) >= max_frames:
-                    break
-        except Exception as e:  # noqa: BLE001 - truncated files raise mid-stream
-            decode_error = f"{type(e).__name__}: {e}"
+        import av  # noqa: F401 - only probing for it
+    except ImportError:
+        frames, src_fps, decode_error = _decode_opencv(path, max_frames)
+        decoder = "opencv"
+    else:
+        frames, src_fps, decode_error = _decode_pyav(path, max_frames)
+        decoder = "pyav"
     if not frames:
         extra = f" (decoder said: {decode_error})" if decode_error else ""
         raise VideoError(f"{path}: contains no decodable frames{extra}; the file is truncated or not a video — regenerate it")
@@ -137,6 +173,8 @@ def read_video(
     if src_fps <= 0:
         src_fps = fps or 24.0
     metadata: dict[str, Any] = {"source_fps": src_fps, "decoded_frames": len(frames)}
+    if decoder != "pyav":
+        metadata["decoder"] = decoder
     if decode_error:
         metadata["decode_warning"] = decode_error
     out_fps = src_fps
