@@ -34,6 +34,7 @@ Usage::
 
     python bench/bench_reference_world.py [--suite-dir /tmp/rw/gaming] [--limit N] [--games G,G] [--model-dir DIR]
         [--option KEY=VALUE] [--skip-fps] [--one-block] [--json out.json [--resume]] [--strips DIR] [--compare OLD.json]
+    python bench/bench_reference_world.py --paired OLD.json NEW.json
 
 ``--json`` is rewritten after every scored case (``"partial": true`` until the run ends), with each
 case's chunk verdicts, actions, failure reasons and agent persistence (``direction.<spec>.rows``);
@@ -44,6 +45,7 @@ goes on where it was (the file must name the same models and ``--option`` values
 model now gets right that it got wrong then and the reverse, on the cases both runs scored, with
 the exact two-sided McNemar p-value of those discordant chunks (a paired test: the same cases,
 the same actions; e.g. a fine-tuned checkpoint's ``--model-dir`` run against the shipped weights').
+``--paired OLD.json NEW.json`` prints the same for two finished (or stopped) runs and loads no model.
 
 ``--option KEY=VALUE`` gives the trained model a bridge option (``evaluate-model --option
 model.KEY=VALUE``), e.g. ``dtype=bfloat16`` or ``action_guidance=1``; the JSON records them.
@@ -433,6 +435,21 @@ def paired_change(old: dict[str, list[bool]], new: dict[str, list[bool]],
     return out
 
 
+def print_paired(change: dict[str, dict[str, Any]], against: str) -> None:
+    """Print :func:`paired_change`'s table."""
+    print(f"paired against {against} (chunks right then -> now; gained / lost; exact McNemar p):")
+    for game, r in change.items():
+        print(f"  {game:10s} {r['old']:.3f} -> {r['new']:.3f}  +{r['gained']} / -{r['lost']} of {r['chunks']}  p = {r['p']}")
+
+
+def paired_files(old: dict[str, Any], new: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """:func:`paired_change` of the trained models of two ``--json`` files (partial ones too: only the
+    cases both scored count), each case's game read from the rows. Loads no model."""
+    game_of = {cid: row["game"] for run in (old, new) for res in run.get("direction", {}).values()
+               for cid, row in res.get("rows", {}).items()}
+    return paired_change(_trained_per_case(old), _trained_per_case(new), game_of)
+
+
 def _trained_per_case(results: dict[str, Any]) -> dict[str, list[bool]]:
     """The trained model's ``per_case`` in a ``--json`` file (its ``roles``; for files written
     before roles existed, the one ``inferix:`` spec that is not a random twin)."""
@@ -559,7 +576,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="folder for one PNG per model and case: 12 generated frames over the reference's")
     ap.add_argument("--compare", default=None, metavar="OLD.json",
                     help="an earlier --json run: print the trained model's paired chunk changes against it")
+    ap.add_argument("--paired", nargs=2, default=None, metavar=("OLD.json", "NEW.json"),
+                    help="only print the paired chunk changes of NEW's trained model against OLD's (two earlier "
+                         "--json runs, partial ones too) and exit; generates nothing")
     args = ap.parse_args(argv)
+    if args.paired:
+        old_run, new_run = (json.loads(Path(p).read_text()) for p in args.paired)
+        print_paired(paired_files(old_run, new_run), args.paired[0])
+        return 0
     if args.compare and "trained" not in args.models.split(","):
         ap.error("--compare compares the trained model: keep 'trained' in --models")
     # read before the run, so a wrong file fails now and not after the benchmark
@@ -607,9 +631,7 @@ def main(argv: list[str] | None = None) -> int:
         change = paired_change(old_per_case, results["direction"][trained]["per_case"],
                                {c.id: _game(c) for c in cases})
         results["compare"] = {"against": args.compare, "per_game": change}
-        print(f"paired against {args.compare} (chunks right then -> now; gained / lost; exact McNemar p):")
-        for game, r in change.items():
-            print(f"  {game:10s} {r['old']:.3f} -> {r['new']:.3f}  +{r['gained']} / -{r['lost']} of {r['chunks']}  p = {r['p']}")
+        print_paired(change, args.compare)
     if args.one_block:
         results["one_block"] = one_block(args.model_dir, cases)
     if not args.skip_fps:

@@ -14,7 +14,8 @@
 #
 # Usage: train_reference_world_gpu.sh [BUDGET_S=420]
 # Environment: OUT (default /tmp/gpu_out), DATA (.gpu_data/train), DEVICE (cuda), PYTHON (python3),
-#   CFG (the recipe; reference_world_gpu.yaml), PROBE_STEPS (30), PROFILE_STEPS (10; 0 skips
+#   CFG (the recipe; reference_world_gpu.yaml), KEEP (a folder that also gets the unsplit bundle;
+#   scripts/gpu_round.sh gates it), PROBE_STEPS (30), PROFILE_STEPS (10; 0 skips
 #   bench/profile_train_step.py, whose table goes to $OUT/profile.txt), EXTRA (more --set
 #   overrides; e.g. a rollout fine-tune of the shipped weights: EXTRA="--set
 #   init_from=inferix/weights/reference_world --set train.rollout=0.3 --set train.lr=0.0003"),
@@ -65,6 +66,8 @@ echo "probe: $STEPS steps fit in ${BUDGET} s" | tee -a "$OUT/train.log"
 $PY -m inferix.cli train --config $CFG --device "$DEVICE" --no-progress --out-dir "$WORK/run" \
     --set "data.roots=[$DATA]" --set "train.steps=$STEPS" $EXTRA >> "$OUT/train.log" 2>&1
 cp "$WORK/run/model/"* "$OUT/model/"
+# KEEP=DIR: also leave the whole bundle there, for a gate that runs after this script in the same call
+if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$WORK/run/model/"* "$KEEP/"; fi
 # The device tool returns files of at most 16 MiB; the fp32 weights are ~17.2 MiB, so they travel in
 # parts. Rejoin on the workstation: cat model/*.safetensors.part-* > model/diffusion_pytorch_model.safetensors
 for f in "$OUT/model/"*.safetensors; do

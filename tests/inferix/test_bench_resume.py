@@ -111,3 +111,18 @@ def test_resume_refuses_a_json_written_with_other_options_and_drops_cases_not_in
     assert bench.resumable_rows(tmp_path / "missing.json", this, world.cases) == {}
     with pytest.raises(SystemExit, match="give --json"):
         bench.resumable_rows(None, this, world.cases)
+
+
+def test_paired_files_compare_two_stopped_runs_on_the_cases_both_scored(bench, world, capsys):
+    # "old": a run that saw all three cases; "new": a run stopped after two, whose case 1 got worse
+    full = bench.direction_accuracy([SPEC], world.cases)[SPEC]
+    stopped = bench.direction_accuracy([SPEC], world.cases[:2])[SPEC]
+    stopped["rows"]["synthetic-1"]["ok"] = [True, False]
+    stopped["per_case"]["synthetic-1"] = [True, False]
+    old = json.loads(json.dumps({"roles": {"trained": SPEC}, "direction": {SPEC: full}}))
+    new = json.loads(json.dumps({"roles": {"trained": SPEC}, "direction": {SPEC: stopped}}))
+    change = bench.paired_files(old, new)
+    assert list(change) == ["breakout", "all"]  # the game comes from the rows
+    assert (change["all"]["chunks"], change["all"]["gained"], change["all"]["lost"]) == (4, 0, 1)
+    bench.print_paired(change, "old.json")
+    assert "+0 / -1 of 4" in capsys.readouterr().out
