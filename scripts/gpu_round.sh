@@ -72,7 +72,7 @@ tar czf "$OUT/train.tar.gz" -C "$STAGE/train" --exclude model . 2>/dev/null || t
 [ -f "$CAND/diffusion_pytorch_model.safetensors" ] || exit 1
 
 # 2. gate: the shipped weights, then the candidate, each within GATE_S (a stopped bench keeps the cases
-#    it scored: --json is rewritten after every case, and --compare pairs the cases both scored)
+#    it scored: --json is rewritten after every case, and --paired pairs the cases both scored)
 LIMIT=${GATE_LIMIT:+--limit $GATE_LIMIT}
 gate() {  # gate NAME [--model-dir DIR]
     local name=$1; shift
@@ -91,7 +91,8 @@ else
     echo "no pairing: a gate scored no case (see its output in gate.tar.gz)" > "$STAGE/gaming_compare.txt"
 fi
 for name in shipped candidate; do
-    echo "== $name" | summary
+    n=$(grep -c "chunks followed" "$STAGE/gaming_$name.txt" 2>/dev/null || true)
+    echo "== $name: ${n:-0} cases scored" | summary
     grep -h "direction accuracy\|^    [a-z]* *failed chunks\|above chance\|at chance or below" "$STAGE/gaming_$name.txt" 2>/dev/null \
         | grep -v "^chance" | summary || true
 done
