@@ -67,7 +67,7 @@ if [ -f "$CAND/diffusion_pytorch_model.safetensors" ]; then
 fi
 cp "$STAGE/train_stdout.txt" "$STAGE/train/" 2>/dev/null || true
 tar czf "$OUT/train.tar.gz" -C "$STAGE/train" --exclude model . 2>/dev/null || true
-{ grep -h "probe:" "$STAGE/train/train.log"; tail -n 1 "$STAGE/train/log.jsonl"
+{ grep -h "probe:\|^trained " "$STAGE/train/train.log"; tail -n 1 "$STAGE/train/log.jsonl"
   sed -n '/^per generator/,$p' "$STAGE/train/teacher_forced.txt"; } 2>/dev/null | summary || true
 [ -f "$CAND/diffusion_pytorch_model.safetensors" ] || exit 1
 
