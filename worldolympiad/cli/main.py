@@ -1,4 +1,4 @@
-"""``worldolympiad``: list, validate, score, import; thin dispatchers to the other packages.
+"""``worldolympiad``: list, validate, score, import, generate; thin dispatchers to the other packages.
 
 ``ls`` never imports torch: it reads registries (names and descriptions only),
 ``tracks/<track>/track.yaml`` and ``tracks/physics/rules.yaml`` as data files, and
@@ -33,6 +33,8 @@ examples:
   worldolympiad score gen.mp4 --case case.json --reference ref.mp4 --tracks interaction,longvideo
   worldolympiad import data/worldolympiad --layout worldolympiad-damo --out wo.json
   worldolympiad scenarios render smoke out/   # reference videos + case files for your own model
+  worldolympiad generate smoke --model inferix:reference-world --out gen/ --device cuda
+                                              # generate only; score later: evaluate-model --model videos:gen/
   worldolympiad report runs/reference__smoke__1a2b3c4d5e6f
   worldolympiad leaderboard build
   worldolympiad lvbench --help
@@ -330,6 +332,32 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+# ===================================================================== generate
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from worldolympiad.evaluator import parse_options
+    from worldolympiad.generate import generate_suite
+
+    try:
+        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    except ValueError as e:
+        raise UsageError(f"--seeds takes comma-separated integers, got {args.seeds!r}") from e
+    tracks = [t.strip() for t in args.tracks.split(",") if t.strip()] if args.tracks else None
+    manifest = generate_suite(args.model, args.suite, args.out, seeds=seeds, tracks=tracks, fmt=args.format,
+                              options=parse_options(args.option), device=args.device, limit=args.limit,
+                              overwrite=args.overwrite, progress=not args.no_progress)
+    rows = manifest["cases"]
+    failed = {k: r for k, r in rows.items() if r.get("status") != "ok"}
+    print(f"{len(rows) - len(failed)} video(s) in {args.out} ({args.format}), {len(failed)} failed; "
+          f"manifest {Path(args.out) / 'generate.json'}")
+    for k, r in failed.items():
+        print(f"  failed {k}: {r.get('error')}", file=sys.stderr)
+    print(f"score them: evaluate-model --model videos:{args.out} --suite {args.suite}"
+          + (f" --tracks {args.tracks}" if args.tracks else ""))
+    return 1 if failed else 0
+
+
 # =================================================================== dispatchers
 
 
@@ -391,6 +419,26 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--layout", required=True, choices=["worldolympiad-damo", "lvbench"])
     im.add_argument("--out", help="suite JSON to write (default: ROOT/suite.json)")
     im.add_argument("--name", help="suite name (default: the folder name)")
+    g = sub.add_parser(
+        "generate", help="generate a suite's videos with a model, to score later (evaluate-model --model videos:DIR)",
+        description="Generate a suite's videos with a model without scoring them, e.g. on a GPU machine; "
+                    "score the folder anywhere with `evaluate-model --model videos:OUT --suite SUITE`. "
+                    "Existing files are kept (a stopped run resumes); OUT/generate.json lists each case's "
+                    "status, seconds and error.")
+    g.add_argument("suite", metavar="SUITE", help="suite name or suite/case JSON file (e.g. a rendered suite.json)")
+    g.add_argument("--model", default="inferix:reference-world", help="model SPEC (default: inferix:reference-world)")
+    g.add_argument("--out", required=True, help="folder for <case_id>__s<seed>.<format> files")
+    g.add_argument("--format", choices=["mp4", "npz"], default="mp4",
+                   help="mp4: H.264 at the evaluator's storage settings (needs PyAV); npz: raw uint8 frames "
+                        "(no encoder needed; videos:DIR stores them at the run's settings)")
+    g.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
+    g.add_argument("--tracks", help="only cases that list one of these comma-separated tracks")
+    g.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    g.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="model.KEY=VALUE for the model; video.pix_fmt / video.qp for mp4 storage")
+    g.add_argument("--limit", type=int, help="only the first N cases")
+    g.add_argument("--overwrite", action="store_true", help="generate again the files that already exist")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     for cmd, (target, provider) in DISPATCH.items():
         more = " render" if cmd == "scenarios" else ""
         sub.add_parser(cmd, help=f"→ {target} ({provider}); see `worldolympiad {cmd}{more} --help`", add_help=False)
@@ -410,6 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "ls": cmd_ls, "validate": cmd_validate, "score": cmd_score, "import": cmd_import,
+        "generate": cmd_generate,
     }
     try:
         return handlers[args.cmd](args)

@@ -3,7 +3,9 @@
 Two layouts are recognised, tried in this order for a case ``C`` and seed ``S``:
 
 1. Flat: ``DIR/C__sS.<ext>`` (one file per seed), then ``DIR/C.<ext>`` (the same file
-   for every seed), ``<ext>`` one of mp4, webm, avi, mkv, gif.
+   for every seed), ``<ext>`` one of mp4, webm, avi, mkv, gif, npz; a ``<stem>_chunk_timestamps.json``
+   beside the file gives its chunk boundaries (an ``evaluate-model`` run's ``videos/`` folder and
+   ``worldolympiad generate`` write one).
 2. The public WorldOlympiad layout (REFERENCE.md §A)::
 
        DIR/<general|gaming|embodied>/C/<PREFIX>_gen_C.mp4
@@ -12,6 +14,10 @@ Two layouts are recognised, tried in this order for a case ``C`` and seed ``S``:
    ``#PREFIX`` picks the model when a case folder holds several models' videos; without
    it the folder must hold exactly one ``*_gen_C.mp4``. Chunk timestamps, when present,
    give the chunk boundaries of the video (captions/actions come from the case).
+
+Video files are scored as they are (the evaluator links them into the run). An ``.npz`` of raw frames
+(``worldolympiad generate --format npz``, for machines without a video encoder) is instead treated as a
+model's fresh output: the evaluator stores it at the run's video settings and scores the decode.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from worldolympiad.types import Case, Chunk, Video
 
 logger = logging.getLogger(__name__)
 
-VIDEO_EXTS: tuple[str, ...] = (".mp4", ".webm", ".avi", ".mkv", ".gif")
+VIDEO_EXTS: tuple[str, ...] = (".mp4", ".webm", ".avi", ".mkv", ".gif", ".npz")
 PUBLIC_DOMAINS: tuple[str, ...] = ("general", "gaming", "embodied")
 
 
@@ -60,7 +66,7 @@ class VideosModel(WorldModel):
             for ext in VIDEO_EXTS:
                 p = self.root / f"{name}{ext}"
                 if p.is_file():
-                    return p, None
+                    return p, _timestamps_for(p)
         folders = [self.root / d / case.id for d in PUBLIC_DOMAINS] + [self.root / case.id]
         for folder in folders:
             if not folder.is_dir():
@@ -77,7 +83,7 @@ class VideosModel(WorldModel):
                 prefixes = [f.name[: -len(f"_gen_{case.id}.mp4")] for f in found]
                 raise ModelError(f"{folder}: holds videos of several models ({', '.join(prefixes)}); "
                                  f"pick one with --model videos:{self.root}#PREFIX")
-        expected = f"{self.root}/{case.id}.mp4 (or {case.id}__s{seed}.mp4, .webm/.avi/.mkv/.gif)"
+        expected = f"{self.root}/{case.id}.mp4 (or {case.id}__s{seed}.mp4, .webm/.avi/.mkv/.gif/.npz)"
         if self.prefix:
             expected += f" or {self.root}/<domain>/{case.id}/{self.prefix}_gen_{case.id}.mp4"
         raise ModelError(f"no video for case {case.id!r}: expected {expected}; generate it or fix the folder")
@@ -95,7 +101,15 @@ class VideosModel(WorldModel):
             actions = [c.action for c in case.chunks]
             _, _, chunks = read_chunk_timestamps(ts, captions, actions)
             meta["chunk_timestamps"] = str(ts)
-        video = read_video(path)
+        if path.suffix.lower() == ".npz":
+            from worldolympiad.generate import load_frames
+
+            # raw frames: no stored_file, so the evaluator encodes them at the run's video settings
+            video = load_frames(path, case)
+            del meta["stored_file"]
+            chunks = chunks or video.chunks
+        else:
+            video = read_video(path)
         if not chunks:
             chunks = _clip_chunks(case.chunks, video.num_frames)
         else:
