@@ -35,9 +35,23 @@ def suite_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def rendered_out(suite_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    rc = render.main([str(suite_dir), str(out), "--lossless"])
+    rc = render.main([str(suite_dir), str(out)])  # exact references are the default
     assert rc == 0
     return out
+
+
+def test_playable_references_are_smaller_and_inexact_and_never_mix_with_exact_ones(suite_dir, rendered_out, tmp_path,
+                                                                                   capsys):
+    out = tmp_path / "playable"
+    assert render.main([str(suite_dir), str(out), "--playable", "--only", "r-push"]) == 0
+    assert json.loads((out / "render_log.json").read_text())["videos"] == "playable"
+    assert json.loads((rendered_out / "render_log.json").read_text())["videos"] == "lossless"
+    exact = read_video(rendered_out / "videos" / "r-push.mp4").frames
+    lossy = read_video(out / "videos" / "r-push.mp4").frames
+    assert lossy.shape == exact.shape and not np.array_equal(lossy, exact)
+    assert (out / "videos" / "r-push.mp4").stat().st_size < (rendered_out / "videos" / "r-push.mp4").stat().st_size
+    assert render.main([str(suite_dir), str(out), "--only", "r-push"]) == 2
+    assert "holds playable reference videos" in capsys.readouterr().err
 
 
 def test_suite_json_validates_and_lists_every_case(rendered_out):
