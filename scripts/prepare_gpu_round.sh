@@ -7,8 +7,13 @@
 #                     loss does not skip (the Atari games for reference_world_gpu5.yaml; KEEP_GT)
 #   .gpu_data/gaming  the `gaming` suite without its ground truth (the bench reads the cases, first
 #                     frames and reference videos)
+#   .gpu_data/smoke   the `smoke` suite's cases and first frames (rendered lossless), which both models
+#                     generate from on the device (scripts/score_gpu_smoke.sh scores them here)
 #   .whl              wheels the device image lacks (jsonschema and its needs, for Python 3.12)
-# All three are ignored by git (.git/info/exclude), so only `carry` takes them along.
+# The training and gaming renders are --playable (yuv420p): exact ones would not fit the carry (the gaming
+# suite's videos are 59 MB exact, 9.7 MB playable), the shipped weights trained on playable renders, and
+# the gate pairs both models against the same references. The smoke suite carries no videos.
+# All of these are ignored by git (.git/info/exclude), so only `carry` takes them along.
 #
 # Usage: prepare_gpu_round.sh    (about 3 minutes; rerunning keeps what is there)
 # Environment: PYTHON (python3), KEEP_GT (glob of the ground-truth files kept; 'train-atari_*').
@@ -23,15 +28,25 @@ mkdir -p "$info"
 for p in /.gpu_data/ /.whl/; do grep -qxF "$p" "$info/exclude" 2>/dev/null || echo "$p" >> "$info/exclude"; done
 
 if [ ! -f .gpu_data/train/suite.json ]; then
-    $PY -m worldolympiad scenarios render inferix/train/configs/reference_world_data .gpu_data/train
+    $PY -m worldolympiad scenarios render inferix/train/configs/reference_world_data .gpu_data/train --playable
 fi
 find .gpu_data/train/ground_truth -name '*.npz' ! -name "$KEEP_GT" -delete
 
 if [ ! -f .gpu_data/gaming/suite.json ]; then
     tmp=$(mktemp -d)
-    $PY -m worldolympiad scenarios render gaming "$tmp/gaming"
+    $PY -m worldolympiad scenarios render gaming "$tmp/gaming" --playable
     mkdir -p .gpu_data/gaming
     cp -r "$tmp/gaming/cases" "$tmp/gaming/conditioning" "$tmp/gaming/videos" "$tmp/gaming/suite.json" .gpu_data/gaming/
+    rm -rf "$tmp"
+fi
+
+if [ ! -f .gpu_data/smoke/suite.json ]; then
+    # lossless, as evaluate-model's own reference cache: the first frames equal what a CPU run starts from.
+    # Generation needs the cases and first frames only; score_gpu_smoke.sh scores against a local render.
+    tmp=$(mktemp -d)
+    $PY -m worldolympiad scenarios render smoke "$tmp/smoke" --lossless
+    mkdir -p .gpu_data/smoke
+    cp -r "$tmp/smoke/cases" "$tmp/smoke/conditioning" "$tmp/smoke/suite.json" .gpu_data/smoke/
     rm -rf "$tmp"
 fi
 
@@ -52,4 +67,4 @@ if [ "$total" -gt "$LIMIT" ]; then
     echo "too large: carry less (e.g. a --limit 24 subset of .gpu_data/gaming) or untrack what the call does not need"
     exit 1
 fi
-echo 'then: run(command="CFG=inferix/train/configs/reference_world_gpu5.yaml bash scripts/gpu_round.sh 300 200", carry=[".gpu_data", ".whl"], timeout_s=590)'
+echo 'then: run(command="CFG=inferix/train/configs/reference_world_gpu5.yaml bash scripts/gpu_round.sh 240", carry=[".gpu_data", ".whl"], timeout_s=590)'

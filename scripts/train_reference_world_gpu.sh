@@ -4,7 +4,7 @@
 #
 # Prepare on the workstation (the device machine has torch and OpenCV but not this project's
 # other dependencies, and reaches no network; the reader falls back to OpenCV without PyAV):
-#   worldolympiad scenarios render inferix/train/configs/reference_world_data .gpu_data/train
+#   worldolympiad scenarios render inferix/train/configs/reference_world_data .gpu_data/train --playable
 #   echo /.gpu_data/ >> .git/info/exclude          # 21 MB: carried, never committed
 # Then one device call, e.g. run(command="bash scripts/train_reference_world_gpu.sh 420",
 # carry=[".gpu_data"], timeout_s=560). Afterwards, on the workstation:
