@@ -66,16 +66,15 @@ def load_frames(path: str | Path, case: Case | None = None) -> Video:
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as z:
-            missing = [k for k in ("frames", "fps") if k not in z.files]
-            if missing:
-                raise VideoError(f"{path}: no {' or '.join(map(repr, missing))} array (it has {z.files}); write "
-                                 "frame files with `worldolympiad generate --format npz`")
-            frames, fps = z["frames"], float(z["fps"])
-            bounds = z["chunk_frames"] if "chunk_frames" in z.files else np.zeros((0, 2), dtype=np.int64)
-    except VideoError:
-        raise
+            arrays = {k: z[k] for k in z.files}
     except (OSError, ValueError) as e:
         raise VideoError(f"{path}: not a readable .npz of frames ({e})") from e
+    missing = [k for k in ("frames", "fps") if k not in arrays]
+    if missing:
+        raise VideoError(f"{path}: no {' or '.join(map(repr, missing))} array (it has {sorted(arrays)}); write "
+                         "frame files with `worldolympiad generate --format npz`")
+    frames, fps = arrays["frames"], float(arrays["fps"])
+    bounds = arrays.get("chunk_frames", np.zeros((0, 2), dtype=np.int64))
     if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3 or not len(frames):
         raise VideoError(f"{path}: frames must be uint8 [T, H, W, 3] with T > 0, got {frames.dtype} {frames.shape}")
     src = case.chunks if case is not None else ()
@@ -90,9 +89,7 @@ def _write(path: Path, video: Video, fmt: str, pix_fmt: str, qp: int) -> None:
         return
     from worldolympiad.video.io import write_chunk_timestamps, write_video
 
-    tmp = path.with_name(f".tmp.{path.name}")
-    write_video(tmp, video.frames, video.fps, qp=qp, pix_fmt=pix_fmt)
-    os.replace(tmp, path)
+    write_video(path, video.frames, video.fps, qp=qp, pix_fmt=pix_fmt)  # atomic: <path>.part, then renamed
     if video.chunks:
         write_chunk_timestamps(path.with_name(path.stem + "_chunk_timestamps.json"), path.name, video.fps,
                                len(video.frames), video.chunks)
@@ -141,7 +138,7 @@ def generate_suite(model: str, suite: str | Path, out: str | Path, *, seeds: Seq
     manifest_path = out / MANIFEST
     manifest: dict[str, Any] = {"model": model, "suite": str(suite), "device": device, "format": fmt,
                                 "video": {"pix_fmt": pix_fmt, "qp": qp} if fmt == "mp4" else None,
-                                "options": {k: v for k, v in options.items()}, "cases": {}}
+                                "options": options, "cases": {}}
     if manifest_path.is_file() and not overwrite:
         try:
             manifest["cases"] = json.loads(manifest_path.read_text()).get("cases", {})
@@ -159,7 +156,7 @@ def generate_suite(model: str, suite: str | Path, out: str | Path, *, seeds: Seq
     model_options.update(cache_dir=out / ".cache", device=device)
     todo = [(c, s) for c in cases for s in seeds]
     manifest["planned"] = len(todo) + len(loaded.broken)
-    missing = [(c, s) for c, s in todo if overwrite or not (out / output_name(c.id, s, fmt)).is_file()]
+    missing = {(c.id, s) for c, s in todo if overwrite or not (out / output_name(c.id, s, fmt)).is_file()}
     # built once, before the first case: a model that cannot load fails the command, not every case in turn
     built: Any = build_model(model, **model_options) if missing else None
     from tqdm.auto import tqdm
@@ -169,7 +166,7 @@ def generate_suite(model: str, suite: str | Path, out: str | Path, *, seeds: Seq
         for case, seed in bar:
             path = out / output_name(case.id, seed, fmt)
             key = path.stem
-            if path.is_file() and not overwrite:
+            if (case.id, seed) not in missing:
                 manifest["cases"].setdefault(key, {"status": "ok"})
                 continue
             t0 = time.perf_counter()

@@ -93,20 +93,22 @@ class VideosModel(WorldModel):
 
         path, ts = self.find(case, seed)
         chunks: tuple[Chunk, ...] = ()
-        # "stored_file": these frames are exactly the decode of that file, so the evaluator
-        # links it into the run instead of re-encoding (lossless pass-through).
-        meta: dict[str, Any] = {"model": self.name, "path": str(path), "stored_file": str(path)}
+        raw = path.suffix.lower() == ".npz"
+        meta: dict[str, Any] = {"model": self.name, "path": str(path)}
+        if not raw:
+            # "stored_file": these frames are exactly the decode of that file, so the evaluator
+            # links it into the run instead of re-encoding (lossless pass-through). Raw frames have
+            # none, so the evaluator encodes them at the run's video settings.
+            meta["stored_file"] = str(path)
         if ts is not None:
             captions = [c.caption for c in case.chunks]
             actions = [c.action for c in case.chunks]
             _, _, chunks = read_chunk_timestamps(ts, captions, actions)
             meta["chunk_timestamps"] = str(ts)
-        if path.suffix.lower() == ".npz":
+        if raw:
             from worldolympiad.generate import load_frames
 
-            # raw frames: no stored_file, so the evaluator encodes them at the run's video settings
             video = load_frames(path, case)
-            del meta["stored_file"]
             chunks = chunks or video.chunks
         else:
             video = read_video(path)
