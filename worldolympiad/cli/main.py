@@ -336,14 +336,16 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from worldolympiad.cli.evaluate import UsageError as FlagError
+    from worldolympiad.cli.evaluate import _parse_list, _parse_seeds
     from worldolympiad.evaluator import parse_options
     from worldolympiad.generate import generate_suite
 
-    try:
-        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
-    except ValueError as e:
-        raise UsageError(f"--seeds takes comma-separated integers, got {args.seeds!r}") from e
-    tracks = [t.strip() for t in args.tracks.split(",") if t.strip()] if args.tracks else None
+    try:  # the same flags as evaluate-model's, parsed the same way
+        seeds = _parse_seeds(args.seeds)
+        tracks = _parse_list(args.tracks, "tracks") if args.tracks else None
+    except FlagError as e:
+        raise UsageError(str(e)) from e
     manifest = generate_suite(args.model, args.suite, args.out, seeds=seeds, tracks=tracks, fmt=args.format,
                               options=parse_options(args.option), device=args.device, limit=args.limit,
                               overwrite=args.overwrite, progress=not args.no_progress)
