@@ -243,6 +243,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_expert(args: argparse.Namespace) -> int:
+    from inferix.train.bundle import add_expert
+
+    contents = [c.strip() for c in args.contents.split(",") if c.strip()]
+    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank)
+    print(f"expert {args.name!r} for {', '.join(contents)}: {out} ({out.stat().st_size / 2**20:.2f} MiB, rank {args.rank})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inferix", description="Inferix: block-diffusion video generation engine")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -290,6 +299,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "--set data.roots=[/data/train]; relative paths are from the working directory")
     t.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (with train.autocast: bf16 on a GPU)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    e = sub.add_parser("expert", help="add a fine-tune of a bundle's DiT to it as the expert for some contents",
+                       description="Store TUNED (an exported fine-tune of BUNDLE's DiT, e.g. trained on physics "
+                                   "scenes with `inferix train`) inside BUNDLE as the expert for CONTENTS: "
+                                   "experts/NAME.safetensors holds the difference (each weight matrix's at rank "
+                                   "RANK, float16) and bundle.json lists it. Engines serving a case of one of "
+                                   "CONTENTS then use the expert, every other case the main DiT.")
+    e.add_argument("bundle", help="the bundle folder that gets the expert (changed in place)")
+    e.add_argument("tuned", help="the fine-tuned bundle folder (same architecture)")
+    e.add_argument("--name", required=True, help="expert name (its file name), e.g. physics")
+    e.add_argument("--contents", required=True,
+                   help="comma-separated generators or families it serves, e.g. mechanics,thermal,robotics.pick")
+    e.add_argument("--rank", type=int, default=16, help="rank of each weight matrix's difference (default 16)")
     return parser
 
 
@@ -309,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_bench(args)
         if args.command == "train":
             return cmd_train(args)
+        if args.command == "expert":
+            return cmd_expert(args)
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"inferix {args.command}: error: {e}", file=sys.stderr)
         return 2

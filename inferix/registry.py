@@ -159,6 +159,16 @@ class LoadedModel:
         own guidance per content (:class:`inferix.train.bundle.BundleModel`); a plain model has one."""
         return requested if requested is not None else (self.action_guidance or 1.0)
 
+    def model_for(self, content: str | None = None) -> Any:
+        """The DiT that generates ``content`` (a scenario generator such as ``mechanics.free_fall``):
+        :attr:`model` for a plain model; a bundle may carry experts for some contents
+        (:class:`inferix.train.bundle.BundleModel`)."""
+        return self.model
+
+    def models(self) -> list[Any]:
+        """Every DiT this model serves (:attr:`model` and any experts), e.g. to cast them together."""
+        return [self.model]
+
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
                       guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
@@ -327,7 +337,8 @@ def load_model(name_or_path: str, device: str = "cpu", dtype: str | None = None,
     if dtype:
         import torch
 
-        loaded.model.to(getattr(torch, dtype))
+        for dit in loaded.models():
+            dit.to(getattr(torch, dtype))
     return loaded
 
 

@@ -10,6 +10,9 @@ Layout of an exported model (what ``inferix/weights/reference_world/`` ships)::
                                          scale some contents are served at (``sampler.content_guidance``)
     codec/                               the learned codec when bundle.json says "codec": "tiny_ae"
                                          (inferix.models.tiny_ae: diffusers AutoencoderTiny, safetensors)
+    experts/NAME.safetensors             an expert DiT for some contents, as a difference to the main
+                                         DiT (bundle.json ``experts``: ``{NAME: {"contents": [...],
+                                         "weights": "experts/NAME.safetensors"}}``; :func:`add_expert`)
     MODEL_CARD.md                        data, steps, wall time, hardware, scores
 
 :func:`load_bundle` turns that folder into the :class:`~inferix.registry.LoadedModel` the engine
@@ -35,8 +38,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BUNDLE_FILE", "BundleModel", "MappedActionVocab", "TruncatingTextEncoder", "bundle_from_config", "is_bundle", "load_bundle",
-           "random_bundle",
+__all__ = ["BUNDLE_FILE", "BundleModel", "Expert", "MappedActionVocab", "TruncatingTextEncoder", "add_expert",
+           "apply_delta", "bundle_from_config", "extract_delta", "is_bundle", "load_bundle", "random_bundle",
            "write_bundle"]
 
 BUNDLE_FILE = "bundle.json"
@@ -61,6 +64,21 @@ class MappedActionVocab(ActionVocab):
 
 
 @dataclass
+class Expert:
+    """A DiT a bundle serves some contents with instead of its main one (a domain expert).
+
+    Attributes:
+        name: its name in ``bundle.json`` (``physics``).
+        contents: the generators or families it serves (``mechanics``, ``robotics.pick``...).
+        model: the DiT: the main one with the expert's difference applied (:func:`apply_delta`).
+    """
+
+    name: str
+    contents: tuple[str, ...]
+    model: Any
+
+
+@dataclass
 class BundleModel(LoadedModel):
     """A :class:`~inferix.registry.LoadedModel` that generates at most ``max_side`` pixels per side.
 
@@ -72,6 +90,21 @@ class BundleModel(LoadedModel):
     max_side: int | None = None
     content_grids: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     content_guidance: Mapping[str, float] = field(default_factory=dict)
+    experts: Mapping[str, Expert] = field(default_factory=dict)
+
+    def model_for(self, content: str | None = None) -> Any:
+        """The expert whose ``contents`` list the generator ``content`` names (``mechanics.bounce``),
+        else its family (``mechanics``); the main DiT when none does."""
+        from inferix.train.data import generator_keys
+
+        for key in generator_keys(content):
+            for expert in self.experts.values():
+                if key in expert.contents:
+                    return expert.model
+        return self.model
+
+    def models(self) -> list[Any]:
+        return [self.model, *(e.model for e in self.experts.values())]
 
     def guidance(self, requested: float | None = None, content: str | None = None) -> float:
         """As :meth:`LoadedModel.guidance`; with no explicit ``requested`` value, a ``content`` the
@@ -309,4 +342,124 @@ def load_bundle(path: str | Path, device: str = "cpu", name: str | None = None) 
                                 "(export one with `inferix train --config FILE`)")
     info = json.loads(info_path.read_text())
     model = build_model(str(p), device=device)
-    return _assemble(name or info.get("name", p.name), model, info, _codec(info, p, device))
+    lm = _assemble(name or info.get("name", p.name), model, info, _codec(info, p, device))
+    lm.experts = _experts(info.get("experts"), p, model)
+    return lm
+
+
+EXPERTS_DIR = "experts"
+DELTA_FORMAT = "inferix-expert-delta/1"
+
+
+def extract_delta(base: Mapping[str, torch.Tensor], tuned: Mapping[str, torch.Tensor], rank: int,
+                  dense: tuple[str, ...] = ("proj_out.",)) -> dict[str, torch.Tensor]:
+    """``tuned - base`` as a compact expert: each 2-D weight's difference as its best rank-``rank``
+    approximation (truncated SVD, ``W += up @ down``: the LoRA form, extracted after a full fine-tune
+    rather than trained), every other changed tensor whole; float16 (a difference is small, so its
+    half-precision rounding is far below the weights' own). Tensors whose names start with one of
+    ``dense`` (the output head, which an expert retrains from zero) are kept whole too; unchanged
+    tensors are left out.
+
+    Raises:
+        ValueError: the two state dicts do not hold the same tensors, or ``rank`` < 1.
+    """
+    import torch
+
+    if rank < 1:
+        raise ValueError(f"rank must be >= 1, got {rank}")
+    if set(base) != set(tuned) or any(base[k].shape != tuned[k].shape for k in base):
+        raise ValueError("the expert's weights do not fit the main DiT: "
+                         f"{sorted(set(base) ^ set(tuned)) or 'same names, other shapes'}")
+    out: dict[str, torch.Tensor] = {}
+    for name, w in tuned.items():
+        diff = w.float() - base[name].float()
+        if not diff.any():
+            continue
+        m, n = diff.shape if diff.ndim == 2 else (0, 0)
+        if diff.ndim == 2 and rank * (m + n) < m * n and not name.startswith(dense):
+            u, s, vh = torch.linalg.svd(diff, full_matrices=False)
+            out[f"{name}.up"] = (u[:, :rank] * s[:rank]).half().contiguous()
+            out[f"{name}.down"] = vh[:rank].half().contiguous()
+        else:
+            out[f"{name}.delta"] = diff.half()
+    return out
+
+
+def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> torch.nn.Module:
+    """A copy of ``model`` with an :func:`extract_delta` difference added (in the model's dtype).
+
+    Raises:
+        ValueError: the difference names a tensor the model lacks, or one of another shape.
+    """
+    import copy
+
+
+    state = model.state_dict()
+    new: dict[str, torch.Tensor] = {}
+    for key in delta:
+        name, kind = key.rsplit(".", 1)
+        if name not in state or kind not in ("delta", "up", "down"):
+            raise ValueError(f"expert tensor {key!r} fits no tensor of the main DiT")
+        if kind == "down":
+            continue
+        diff = delta[key].float() if kind == "delta" else delta[key].float() @ delta[f"{name}.down"].float()
+        if diff.shape != state[name].shape:
+            raise ValueError(f"expert tensor {key!r}: difference of shape {tuple(diff.shape)} for "
+                             f"{name} {tuple(state[name].shape)}")
+        new[name] = (state[name].float() + diff.to(state[name].device)).to(state[name].dtype)
+    expert = copy.deepcopy(model)
+    expert.load_state_dict(new, strict=False)
+    return expert.eval()
+
+
+def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
+    """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE}}``), loaded."""
+    from safetensors.torch import load_file
+
+    experts: dict[str, Expert] = {}
+    for name, entry in (raw or {}).items():
+        contents, weights = (entry or {}).get("contents"), (entry or {}).get("weights")
+        if not (isinstance(contents, list) and contents and all(isinstance(c, str) for c in contents)
+                and isinstance(weights, str)):
+            raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}] needs contents (a list of generators or families) "
+                             f"and weights (a .safetensors file in the bundle), got {entry!r}")
+        path = folder / weights
+        if not path.is_file():
+            raise FileNotFoundError(f"{BUNDLE_FILE}: expert {name!r} names {weights}, which is not in {folder}")
+        experts[str(name)] = Expert(str(name), tuple(contents), apply_delta(model, load_file(str(path))))
+    return experts
+
+
+def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[str], rank: int = 16) -> Path:
+    """Make the exported bundle ``tuned`` (a fine-tune of ``bundle``'s DiT, e.g. on physics scenes) an
+    expert of ``bundle`` for ``contents``: writes ``experts/NAME.safetensors`` (:func:`extract_delta`
+    at ``rank``) and lists it in ``bundle.json``. Returns the file written.
+
+    Raises:
+        ValueError: the two DiTs differ in architecture, ``contents`` is empty, or another expert
+            already serves one of ``contents``.
+    """
+    from safetensors.torch import load_file, save_file
+
+    from inferix.models.configs import WanConfig
+
+    b, t = Path(bundle).expanduser(), Path(tuned).expanduser()
+    for p in (b, t):
+        if not is_bundle(p):
+            raise FileNotFoundError(f"{str(p)!r} is not an Inferix model bundle ({BUNDLE_FILE} missing)")
+    if WanConfig.from_json(b / "config.json") != WanConfig.from_json(t / "config.json"):
+        raise ValueError(f"{t} is not a fine-tune of {b}: their config.json differ")
+    if not contents:
+        raise ValueError("give the contents the expert serves (generators or families, e.g. mechanics)")
+    info = json.loads((b / BUNDLE_FILE).read_text())
+    taken = {c: n for n, e in info.get("experts", {}).items() if n != name for c in e["contents"]}
+    if clash := sorted(c for c in contents if c in taken):
+        raise ValueError(f"expert {taken[clash[0]]!r} already serves {', '.join(clash)}")
+    delta = extract_delta(load_file(str(b / "diffusion_pytorch_model.safetensors")),
+                          load_file(str(t / "diffusion_pytorch_model.safetensors")), rank)
+    out = b / EXPERTS_DIR / f"{name}.safetensors"
+    out.parent.mkdir(exist_ok=True)
+    save_file(delta, str(out), metadata={"format": DELTA_FORMAT, "rank": str(rank), "from": t.name})
+    info.setdefault("experts", {})[name] = {"contents": list(contents), "weights": f"{EXPERTS_DIR}/{out.name}"}
+    (b / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
+    return out

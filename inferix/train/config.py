@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["ActionsConfig", "CodecConfig", "DataConfig", "OptimConfig", "SamplerConfig", "TrainConfig",
            "apply_overrides", "load_config", "merge_recipes", "read_recipe"]
 
+LOSSES = ("mse", "l1", "pseudo_huber")  # train.loss: the per-pixel penalty on the prediction error
+
 
 @dataclass
 class DataConfig:
@@ -211,6 +213,8 @@ class OptimConfig:
             of its pixels, so without it a 2-px sprite standing still weighs what the floor does,
             and the model lets it fade block by block (session 22). 0 = off; clips of videos
             without masks are unweighted.
+        object_share_from_step: step at which ``object_share`` switches on (the masks are read from the
+            start either way, so a run resumed across the switch draws the same clips).
         object_share_skip: generators, families or scenarios (``data.weights`` keys) whose videos
             ``object_share`` leaves unweighted (their masks are not read): content seen through a
             moving camera, such as ``gaming.maze`` and ``flythrough``, whose walls are the
@@ -229,6 +233,20 @@ class OptimConfig:
             trained weights alone. Needs ``init_from`` with exactly this model's tensors;
             ``inferix train --resume`` on a finished run only re-exports, so a recipe that changes
             only this re-blends a run without training it again.
+        zero_head: start the ``anchor_residual`` head (``proj_out``) at zero after loading ``init_from``,
+            so the stage starts as exactly "repeat the last frame" on the earlier stage's trunk (an
+            expert for contents the earlier head serves worse than standing still).
+        loss: the per-pixel penalty on the prediction error: ``mse`` (squared), ``l1`` (absolute) or
+            ``pseudo_huber`` (``sqrt(e^2 + c^2) - c`` with ``c = huber_c``, the robust loss of
+            Song & Dhariwal 2023's improved consistency training: quadratic below ``c``, absolute
+            above). With an ``anchor_residual`` head the penalty decides what standing still costs:
+            under ``mse`` a 1-px fall of the ball's error buys a grey level of noise on every static
+            pixel, so the head trades the scene for the moving object (session 33: a physics
+            fine-tune from "copy" lowered its loss 3x and drew a 3-5 grey-level haze over everything
+            that stands still); an absolute penalty keeps pushing small residuals to exactly zero,
+            so the head changes only what it is sure changes (the median, not the mean).
+        huber_c: ``c`` of ``pseudo_huber``, in latent units (pixels in [-1, 1]: 0.01 is 0.64 grey
+            levels).
         threads: torch CPU threads (0 = leave torch's default).
         autocast: ``none`` (fp32) or ``bf16`` (the forward and loss under ``torch.autocast`` in
             bfloat16; weights, optimiser and EMA stay fp32). On CUDA the trainer also allows TF32
@@ -254,6 +272,7 @@ class OptimConfig:
     motion_weight: float = 0.0
     motion_weight_from_step: int = 0
     object_share: float = 0.0
+    object_share_from_step: int = 0
     object_share_skip: list[str] = field(default_factory=list)
     rollout: float = 0.0
     log_every: int = 10
@@ -261,6 +280,9 @@ class OptimConfig:
     eval_every: int = 0
     eval_videos: int = 2
     export_blend: float = 1.0
+    zero_head: bool = False
+    loss: str = "mse"
+    huber_c: float = 0.01
     threads: int = 0
     autocast: str = "none"
 
@@ -404,6 +426,14 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     if cfg.train.export_blend < 1.0 and not cfg.init_from:
         raise ValueError("train.export_blend < 1 blends the trained weights with the init_from weights: "
                          "set init_from (the bundle the run starts from)")
+    if cfg.train.zero_head and cfg.model.get("prediction") != "anchor_residual":
+        raise ValueError("train.zero_head starts an anchor_residual head at zero (repeat the last frame); "
+                         "set model.prediction: anchor_residual")
+    if cfg.train.loss not in LOSSES:
+        raise ValueError(f"train.loss must be one of {', '.join(LOSSES)}, got {cfg.train.loss!r}")
+    if not cfg.train.huber_c > 0:
+        raise ValueError(f"train.huber_c {cfg.train.huber_c} is pseudo_huber's c in latent units: give a value > 0 "
+                         "(0.01 is 0.64 grey levels)")
     if cfg.train.autocast not in ("none", "bf16"):
         raise ValueError(f"train.autocast must be 'none' or 'bf16', got {cfg.train.autocast!r}")
     if cfg.train.lr_decay not in ("constant", "cosine"):

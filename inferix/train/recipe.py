@@ -260,11 +260,25 @@ def object_weights(objects: torch.Tensor, grid: tuple[int, int, int], share: flo
     return 1 + (alpha - 1)[:, None, None, None, None] * m
 
 
+def penalty(error: torch.Tensor, loss: str = "mse", huber_c: float = 0.01) -> torch.Tensor:
+    """Elementwise penalty of ``error`` under ``train.loss``: ``mse`` = e^2, ``l1`` = |e|,
+    ``pseudo_huber`` = sqrt(e^2 + c^2) - c (quadratic below ``huber_c``, absolute above)."""
+    import torch
+
+    if loss == "mse":
+        return error**2
+    if loss == "l1":
+        return error.abs()
+    if loss == "pseudo_huber":
+        return torch.sqrt(error**2 + huber_c**2) - huber_c
+    raise ValueError(f"unknown loss {loss!r} (known: mse, l1, pseudo_huber)")
+
+
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
                            teacher_forcing: float, generator: torch.Generator,
                            context_noise: float = 0.0, motion_weight: float = 0.0,
                            rollout: float = 0.0, context_noise_clean: float = 0.0,
-                           object_share: float = 0.0) -> torch.Tensor:
+                           object_share: float = 0.0, loss: str = "mse", huber_c: float = 0.01) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -285,6 +299,8 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
             std, so these clips are where level 0 means "copy what stands still".
         object_share: share of each clip's loss weight on its ground-truth objects (``clip.objects``,
             where an object is or was a frame earlier; :func:`object_weights`). 0 = off.
+        loss: the penalty on each element's error: ``mse``, ``l1`` or ``pseudo_huber`` with
+            ``huber_c`` (:class:`~inferix.train.config.OptimConfig`).
     """
     import torch
 
@@ -326,9 +342,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     if model.config.prediction == "anchor_residual":
         # the head predicts x0 - anchor: an x0 loss (the velocity error is that over sigma, which
         # would weigh the last steps by 1 / sigma^2)
-        err = (x_t.float() - s * v.float() - x0) ** 2
+        err = penalty(x_t.float() - s * v.float() - x0, loss, huber_c)
     else:
-        err = (v.float() - (noise - x0)) ** 2  # [B, C, F, h, w]
+        err = penalty(v.float() - (noise - x0), loss, huber_c)  # [B, C, F, h, w]
     wmap = None
     if motion_weight > 0:
         change = torch.zeros_like(x0[:, :1])  # [B, 1, F, h, w]; the prefix has no loss anyway
@@ -483,8 +499,8 @@ class Trainer:
             if not weights.is_file():
                 raise FileNotFoundError(f"init_from {cfg.init_from!r} has no {weights.name} (give an exported bundle)")
             load_init_weights(self.lm.model, load_file(str(weights)))
-        if self.lm.model.config.prediction == "anchor_residual" and not (
-                cfg.init_from and WanConfig.from_json(Path(cfg.init_from) / "config.json").prediction == "anchor_residual"):
+        if self.lm.model.config.prediction == "anchor_residual" and (cfg.train.zero_head or not (
+                cfg.init_from and WanConfig.from_json(Path(cfg.init_from) / "config.json").prediction == "anchor_residual")):
             # a fresh change head: the stage starts as "repeat the last frame" (on an earlier stage's trunk)
             import torch
 
@@ -548,7 +564,8 @@ class Trainer:
                                           shift=t.timestep_shift, teacher_forcing=t.teacher_forcing,
                                           generator=self.gen, context_noise=ctx_noise, motion_weight=motion,
                                           rollout=t.rollout, context_noise_clean=t.context_noise_clean,
-                                          object_share=t.object_share)
+                                          object_share=t.object_share if self.state.step >= t.object_share_from_step else 0.0,
+                                          loss=t.loss, huber_c=t.huber_c)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)

@@ -669,6 +669,16 @@ def test_anchor_residual_stage_starts_as_repeat_the_last_frame_with_an_x0_loss(t
     torch.testing.assert_close(loss, copy_err, atol=1e-5, rtol=1e-4)
     losses = [tr.train_step() for _ in range(25)]
     assert np.mean(losses[-5:]) < np.mean(losses[:5]), losses
+    # train.zero_head: a stage on an anchor_residual stage keeps its head unless told to start it at zero
+    raw["init_from"] = str(tr.export())
+    assert Trainer(config_from_dict(raw)).lm.model.proj_out.weight.any()
+    raw["train"]["zero_head"] = True
+    again = Trainer(config_from_dict(raw))
+    assert not again.lm.model.proj_out.weight.any() and not again.ema.proj_out.bias.any()
+    assert torch.equal(again.lm.model.blocks[0].attn1.to_q.weight, tr.ema.blocks[0].attn1.to_q.weight)
+    raw["model"]["prediction"] = "velocity"
+    with pytest.raises(ValueError, match="train.zero_head"):
+        config_from_dict(raw)
 
 
 def test_teacher_forced_error_of_a_zero_residual_head_is_the_copy_error_at_every_level(
@@ -1049,7 +1059,8 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
 @pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_96r", "reference_world_96m",
                                   "reference_world_96mw", "reference_world_gpu", "reference_world_gpu2",
                                   "reference_world_gpu3", "reference_world_gpu4",
-                                  "reference_world_gpu5", "reference_world_cpu_obj6w", "reference_world_ae"])
+                                  "reference_world_gpu5", "reference_world_cpu_obj6w", "reference_world_physics",
+                                  "reference_world_ae"])
 def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
     """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
     every stage runs and the DiT loss falls within a few steps. Only data, output folder, step
@@ -1193,6 +1204,22 @@ def test_a_recipe_with_object_share_trains_on_the_masks(masked_root: Path, tmp_p
         config_from_dict(raw)
 
 
+def test_object_share_from_step_trains_without_the_objects_weight_until_that_step(
+        masked_root: Path, tmp_path: Path) -> None:
+    """``train.object_share_from_step``: before it the steps are those of a run without object weights
+    (same clips, same loss), from it on they weigh the objects."""
+    from inferix.train.recipe import Trainer
+
+    later = Trainer(toy_config(tmp_path / "later", masked_root, object_share=0.3, object_share_from_step=2))
+    never = Trainer(toy_config(tmp_path / "never", masked_root))
+    now = Trainer(toy_config(tmp_path / "now", masked_root, object_share=0.3))
+    first = [later.train_step(), never.train_step(), now.train_step()]
+    assert first[0] == first[1] != first[2]
+    second = [later.train_step(), never.train_step()]
+    assert second[0] == second[1]
+    assert later.train_step() != never.train_step()  # step 2: the objects count
+
+
 def test_object_masks_follow_a_window_cut_from_cached_latents(masked_root: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """With a learned codec the window is cut in latent cells; the masks take the same window in pixels."""
@@ -1217,3 +1244,103 @@ def test_object_masks_follow_a_window_cut_from_cached_latents(masked_root: Path,
         want = (np.zeros((5, 8, 8)) if v.objects is None else v.objects[s : s + 5, 12:20, 8:16] / 255.0)
         assert np.allclose(clip.objects[row, 0].numpy(), want)
     assert float(clip.objects.sum()) > 0  # the window holds a square somewhere in the batch
+
+
+def test_an_absolute_penalty_prefers_standing_still_to_a_haze_that_squared_error_prefers(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``train.loss``: a haze of small errors on every static pixel that halves one moving pixel's
+    error lowers the squared error but raises the absolute and pseudo-Huber ones (what made an
+    ``mse`` fine-tune trade the scene for the ball); with a zero ``anchor_residual`` head (repeat
+    the anchor) the ``l1`` loss is exactly the mean |anchor - x0| of the noised frames."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, diffusion_forcing_loss, penalty
+
+    still = torch.zeros(1000)
+    still[0] = 0.8  # one moving pixel the copy gets wrong
+    haze = torch.full((1000,), 0.02)
+    haze[0] = 0.4
+    assert penalty(haze, "mse").mean() < penalty(still, "mse").mean()
+    assert penalty(haze, "l1").mean() > penalty(still, "l1").mean()
+    assert penalty(haze, "pseudo_huber", 0.01).mean() > penalty(still, "pseudo_huber", 0.01).mean()
+    e = torch.tensor([0.0, 1e-4, 0.5])
+    torch.testing.assert_close(penalty(e, "pseudo_huber", 0.01), torch.tensor([0.0, 5e-7, 0.5 - 0.01]),
+                               atol=1e-6, rtol=1e-3)
+    with pytest.raises(ValueError, match="unknown loss"):
+        penalty(e, "l2")
+
+    raw = toy_config(tmp_path, toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual")
+    tr = Trainer(config_from_dict(raw))  # a fresh anchor_residual head starts at zero
+    assert not tr.lm.model.proj_out.weight.any()
+    clip = tr.data.sample(4, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        got = diffusion_forcing_loss(tr.lm, clip, 2, tr.text(clip.captions), shift=1.0, teacher_forcing=0.0,
+                                     generator=torch.Generator().manual_seed(1), loss="l1")
+    x0 = tr.lm.codec.encode(clip.pixels)
+    anchor = x0[:, :, [0, 0, 0, 2, 2]]  # block k's frames repeat frame k * bf
+    torch.testing.assert_close(got, (anchor - x0)[:, :, 1:].abs().mean(), atol=1e-5, rtol=1e-4)
+    raw["train"]["loss"] = "l2"
+    with pytest.raises(ValueError, match="train.loss must be one of mse, l1, pseudo_huber"):
+        config_from_dict(raw)
+    raw["train"].update(loss="pseudo_huber", huber_c=0.0)
+    with pytest.raises(ValueError, match="huber_c"):
+        config_from_dict(raw)
+
+
+def test_an_expert_serves_its_contents_with_the_fine_tune_and_every_other_content_with_the_main_dit(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``inferix expert``: a fine-tune stored in its bundle as the difference to the main DiT (each
+    matrix's at the given rank, the rest whole, float16) and listed for some contents. A content it
+    lists (generator or family) gets the fine-tune back, to float16 rounding at full rank and to the
+    SVD's best rank-r error below it; every other content, and no content, gets the main DiT. The
+    random baseline has none; a clash, another architecture or a missing file is refused by name;
+    the expert is part of the model's fingerprint and casts with it."""
+    from inferix.cli import main
+    from inferix.registry import load_model, model_fingerprint
+    from inferix.train.bundle import add_expert, load_bundle, random_bundle
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    main_dir = Trainer(toy_config(tmp_path / "m", toy_root)).export()
+    raw = toy_config(tmp_path / "t", toy_root).to_dict()
+    raw["init_from"] = str(main_dir)
+    tuner = Trainer(config_from_dict(raw))
+    for _ in range(2):
+        tuner.train_step()
+    tuned_dir = tuner.export()
+    tuned = load_bundle(tuned_dir).model.state_dict()
+    before = model_fingerprint(str(main_dir))
+
+    assert main(["expert", str(main_dir), str(tuned_dir), "--name", "physics",
+                 "--contents", "robotics,gaming.atari_pong", "--rank", "64"]) == 0
+    lm = load_bundle(main_dir)
+    expert = lm.model_for("robotics.pick")
+    assert expert is lm.model_for("gaming.atari_pong") and expert is not lm.model
+    assert lm.model_for("gaming.maze") is lm.model and lm.model_for(None) is lm.model
+    for name, w in expert.state_dict().items():  # rank 64 >= every matrix's: whole float16 differences
+        torch.testing.assert_close(w, tuned[name], atol=2e-3 * float(tuned[name].abs().max()) + 1e-6, rtol=0)
+    plain = dict(load_bundle(tuned_dir).model.state_dict())
+    assert any(not torch.equal(lm.model.state_dict()[k], plain[k]) for k in plain)  # main DiT untouched
+    assert model_fingerprint(str(main_dir)) != before
+    assert not random_bundle(main_dir).experts
+    assert [m.dtype for m in (d.patch_embedding.weight for d in load_model(str(main_dir), dtype="bfloat16").models())] \
+        == [torch.bfloat16] * 2
+
+    add_expert(main_dir, tuned_dir, "physics", ["robotics"], rank=1)  # replaces itself
+    name = "blocks.0.attn1.to_q.weight"
+    base = lm.model.state_dict()[name]
+    sv = torch.linalg.svdvals(tuned[name] - base)
+    lm = load_bundle(main_dir)
+    low = lm.model_for("robotics.push").state_dict()[name]
+    assert float(torch.linalg.norm(low - tuned[name])) == pytest.approx(float(sv[1:].norm()), rel=0.02)
+    assert lm.model_for("gaming.atari_pong") is lm.model  # no longer listed
+
+    with pytest.raises(ValueError, match="expert 'physics' already serves robotics"):
+        add_expert(main_dir, tuned_dir, "other", ["robotics"])
+    other = toy_config(tmp_path / "o", toy_root)
+    other.model["num_layers"] = 1
+    with pytest.raises(ValueError, match="is not a fine-tune of"):
+        add_expert(main_dir, Trainer(other).export(), "small", ["thermal"])
+    (main_dir / "experts" / "physics.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="expert 'physics' names experts/physics.safetensors"):
+        load_bundle(main_dir)

@@ -143,16 +143,18 @@ def test_registry_survives_a_missing_subpackage(monkeypatch):
     assert "gaming.maze" in gens.names()
 
 
-def test_the_reference_models_training_data_is_disjoint_from_every_evaluation_suite():
-    """No training case of inferix/train/configs/reference_world_data is an evaluation case (same
-    generator and seed), except the flythrough rooms that MODEL_CARD.md declares (seeds 100-105)."""
+@pytest.mark.parametrize("data, at_least", [("reference_world_data", 150), ("reference_world_physics_data", 480)])
+def test_the_reference_models_training_data_is_disjoint_from_every_evaluation_suite(data: str, at_least: int):
+    """No training case of inferix/train/configs/reference_world_data (the main DiT's) or
+    reference_world_physics_data (its physics expert's) is an evaluation case (same generator and
+    seed), except the flythrough rooms that MODEL_CARD.md declares (seeds 100-105)."""
     from pathlib import Path
 
     from scenarios.suites import load_fragment
 
-    folder = Path(__file__).parents[2] / "inferix" / "train" / "configs" / "reference_world_data"
+    folder = Path(__file__).parents[2] / "inferix" / "train" / "configs" / data
     train = [e for f in sorted(folder.glob("*.yaml")) for e in load_fragment(f)]
-    assert len(train) >= 150
+    assert len(train) >= at_least
     assert len({e.id for e in train}) == len(train)
     evaluated = {(e.generator, e.seed) for s in ("smoke", "gaming", "robotics", "realworld", "physics", "standard")
                  for e in suite_entries(s)}

@@ -19,6 +19,10 @@ What a case controls, and how:
 * **Chunks vs blocks** — the engine works in blocks of frames. A block that straddles a
   chunk boundary was generated with the earlier chunk's control; its remaining frames
   open the next chunk (no frames are dropped, so motion stays continuous).
+* **Experts** — a bundle may carry an expert DiT for some contents (``bundle.json`` ``experts``: the
+  reference model's physics expert serves mechanics, thermal, material and robotics cases); the
+  case's generator picks it, as it picks a content grid. Other contents, and a case without a
+  generator, get the bundle's main DiT.
 * **Text** — models with a local text encoder use it (``text_encoder=PATH``); tiny models
   use Inferix's documented hashed text embedding (``inferix.registry.HashedTextEncoder``).
 * **Actions** — the model's action vocabulary; an action it does not know is a
@@ -148,7 +152,7 @@ class InferixModel(WorldModel):
                                guidance_drops_caption=self.guidance_drops_caption,
                                context_timestep=self.context_timestep, anchor_level=self.anchor_level,
                                content=content, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
-        return Engine(lm.model, lm.codec, lm.text_encoder, cfg, self._action_encoder())
+        return Engine(lm.model_for(content), lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
         enc = self.loaded.action_encoder
