@@ -393,7 +393,6 @@ def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> to
     """
     import copy
 
-
     state = model.state_dict()
     new: dict[str, torch.Tensor] = {}
     for key in delta:
@@ -402,6 +401,8 @@ def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> to
             raise ValueError(f"expert tensor {key!r} fits no tensor of the main DiT")
         if kind == "down":
             continue
+        if kind == "up" and f"{name}.down" not in delta:
+            raise ValueError(f"expert tensor {key!r} has no {name}.down to multiply")
         diff = delta[key].float() if kind == "delta" else delta[key].float() @ delta[f"{name}.down"].float()
         if diff.shape != state[name].shape:
             raise ValueError(f"expert tensor {key!r}: difference of shape {tuple(diff.shape)} for "

@@ -1297,7 +1297,7 @@ def test_an_expert_serves_its_contents_with_the_fine_tune_and_every_other_conten
     the expert is part of the model's fingerprint and casts with it."""
     from inferix.cli import main
     from inferix.registry import load_model, model_fingerprint
-    from inferix.train.bundle import add_expert, load_bundle, random_bundle
+    from inferix.train.bundle import add_expert, apply_delta, load_bundle, random_bundle
     from inferix.train.config import config_from_dict
     from inferix.train.recipe import Trainer
 
@@ -1341,6 +1341,11 @@ def test_an_expert_serves_its_contents_with_the_fine_tune_and_every_other_conten
     other.model["num_layers"] = 1
     with pytest.raises(ValueError, match="is not a fine-tune of"):
         add_expert(main_dir, Trainer(other).export(), "small", ["thermal"])
+    q = lm.model.blocks[0].attn1.to_q.weight
+    with pytest.raises(ValueError, match="has no blocks.0.attn1.to_q.weight.down"):
+        apply_delta(lm.model, {"blocks.0.attn1.to_q.weight.up": torch.zeros(q.shape[0], 1)})
+    with pytest.raises(ValueError, match="fits no tensor of the main DiT"):
+        apply_delta(lm.model, {"blocks.0.attn9.weight.delta": torch.zeros(1)})
     (main_dir / "experts" / "physics.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="expert 'physics' names experts/physics.safetensors"):
         load_bundle(main_dir)
