@@ -240,11 +240,12 @@ class OptimConfig:
             ``pseudo_huber`` (``sqrt(e^2 + c^2) - c`` with ``c = huber_c``, the robust loss of
             Song & Dhariwal 2023's improved consistency training: quadratic below ``c``, absolute
             above). With an ``anchor_residual`` head the penalty decides what standing still costs:
-            under ``mse`` a 1-px fall of the ball's error buys a grey level of noise on every static
-            pixel, so the head trades the scene for the moving object (session 33: a physics
-            fine-tune from "copy" lowered its loss 3x and drew a 3-5 grey-level haze over everything
-            that stands still); an absolute penalty keeps pushing small residuals to exactly zero,
-            so the head changes only what it is sure changes (the median, not the mean).
+            under ``mse`` a smaller error on a moving object pays for a small error on every static
+            pixel, while an absolute penalty keeps pushing small residuals to exactly zero, so the
+            head changes only what it is sure changes (the median, not the mean). Session 33, from a
+            zero head on physics scenes, context noise in both: teacher-forced bounce error at
+            sigma 0.2 was 2.2 grey levels after 50 ``pseudo_huber`` steps and 3.7 after 100 ``mse``
+            steps (repeating the frame: 0.8).
         huber_c: ``c`` of ``pseudo_huber``, in latent units (pixels in [-1, 1]: 0.01 is 0.64 grey
             levels).
         threads: torch CPU threads (0 = leave torch's default).
