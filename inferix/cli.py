@@ -63,6 +63,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--anchor-level", type=float, default=None,
                    help="for a model with an anchor-level input: the noise std it is told its anchors and "
                         "context carry; 0 = exact, so still content is copied (default: the model's own, else 0)")
+    p.add_argument("--content", default=None,
+                   help="what the video shows: a scenario generator (mechanics.bounce, gaming.atari_pong) or its "
+                        "family (mechanics); a bundle then serves it with its expert, grid and guidance for that "
+                        "content (default: none, the main DiT at the model's grid)")
     p.add_argument("--height", type=int, default=None, help="output height in pixels (default: the model's)")
     p.add_argument("--width", type=int, default=None, help="output width in pixels")
     p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
@@ -81,17 +85,17 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
     from inferix.engine import Engine
 
     latent_hw = loaded.latent_hw
-    if args.height or args.width:
+    if args.height or args.width or args.content:
         ph, pw = loaded.pixel_hw()
-        latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw))
+        latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw), content=args.content)
     cfg = loaded.engine_config(latent_hw, steps=args.steps, policy=args.policy, action_guidance=args.action_guidance,
                                action_guidance_rescale=args.guidance_rescale,
                                guidance_drops_caption=args.guidance_drops_caption,
                                context_timestep=args.context_timestep, anchor_level=args.anchor_level,
                                num_host_blocks=args.host_blocks,
-                               max_sessions=max_sessions, max_batch=max_batch, max_frames=max_frames,
-                               device=args.device)
-    return Engine(loaded.model, loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
+                               content=args.content, max_sessions=max_sessions, max_batch=max_batch,
+                               max_frames=max_frames, device=args.device)
+    return Engine(loaded.model_for(args.content), loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 
 
 def load_actions(path: str | Path, fps: float, frames_per_block: int) -> Any:
