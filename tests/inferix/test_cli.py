@@ -127,7 +127,6 @@ def test_generate_content_picks_the_bundles_expert(tmp_path, capsys):
     from safetensors.torch import load_file, save_file
 
     from inferix.registry import REFERENCE_WORLD_DIR
-    from inferix.train.bundle import add_expert
 
     bundle, tuned = tmp_path / "bundle", tmp_path / "tuned"
     for folder in (bundle, tuned):
