@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inferix.models.tiny_ae import is_tiny_ae
-from inferix.train.config import TrainConfig
+from inferix.train.config import LOSSES, TrainConfig
 
 if TYPE_CHECKING:
     import torch
@@ -271,7 +271,7 @@ def penalty(error: torch.Tensor, loss: str = "mse", huber_c: float = 0.01) -> to
         return error.abs()
     if loss == "pseudo_huber":
         return torch.sqrt(error**2 + huber_c**2) - huber_c
-    raise ValueError(f"unknown loss {loss!r} (known: mse, l1, pseudo_huber)")
+    raise ValueError(f"unknown loss {loss!r} (known: {', '.join(LOSSES)})")
 
 
 def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text: Any, *, shift: float,
