@@ -251,8 +251,14 @@ def cmd_expert(args: argparse.Namespace) -> int:
     from inferix.train.bundle import add_expert
 
     contents = [c.strip() for c in args.contents.split(",") if c.strip()]
-    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank)
-    print(f"expert {args.name!r} for {', '.join(contents)}: {out} ({out.stat().st_size / 2**20:.2f} MiB, rank {args.rank})")
+    try:
+        steps = [float(t) for t in args.steps.split(",")] if args.steps else None
+    except ValueError:
+        raise ValueError(f"--steps takes comma-separated timesteps such as 1000,500,200,50, got {args.steps!r}") from None
+    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank, steps=steps)
+    own = f", steps {','.join(f'{t:g}' for t in steps)}" if steps else ""
+    print(f"expert {args.name!r} for {', '.join(contents)}: {out} ({out.stat().st_size / 2**20:.2f} MiB, "
+          f"rank {args.rank}{own})")
     return 0
 
 
@@ -316,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--contents", required=True,
                    help="comma-separated generators or families it serves, e.g. mechanics,thermal,robotics.pick")
     e.add_argument("--rank", type=int, default=16, help="rank of each weight matrix's difference (default 16)")
+    e.add_argument("--steps", default=None,
+                   help="the expert's own denoising timesteps, comma-separated from 1000 down (e.g. 1000,500,200,50); "
+                        "default: the bundle's sampler")
     return parser
 
 

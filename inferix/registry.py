@@ -169,19 +169,25 @@ class LoadedModel:
         """Every DiT this model serves (:attr:`model` and any experts), e.g. to cast them together."""
         return [self.model]
 
+    def timesteps_for(self, content: str | None = None) -> tuple[float, ...]:
+        """The denoising timesteps ``content`` is sampled with: :attr:`timesteps` for a plain model; a
+        bundle's expert may carry its own (:class:`inferix.train.bundle.BundleModel`)."""
+        return self.timesteps
+
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
                       guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
                       anchor_level: float | None = None, content: str | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
-        sampler (the first ``steps`` timesteps), KV policy, action guidance (its own for ``content``,
-        see :meth:`guidance`), its rescale, whether
+        sampler (the first ``steps`` timesteps of :meth:`timesteps_for` ``content``), KV policy,
+        action guidance (its own for ``content``, see :meth:`guidance`), its rescale, whether
         it is joint over the caption, the context timestep and the anchor level, each overridable (``None`` = the
         model's own); ``options`` are the other engine settings (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 
-        ts = self.timesteps[:steps] if steps else self.timesteps
+        own = self.timesteps_for(content)
+        ts = own[:steps] if steps else own
         return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames, timesteps=tuple(ts),
                             policy=CachePolicy.parse(self.policy(policy)),
                             action_guidance=self.guidance(action_guidance, content),

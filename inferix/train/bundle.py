@@ -71,11 +71,14 @@ class Expert:
         name: its name in ``bundle.json`` (``physics``).
         contents: the generators or families it serves (``mechanics``, ``robotics.pick``...).
         model: the DiT: the main one with the expert's difference applied (:func:`apply_delta`).
+        timesteps: its own denoising timesteps (``bundle.json`` ``experts.NAME.steps``), or None
+            for the bundle's sampler: a fine-tune may be tuned to another step list.
     """
 
     name: str
     contents: tuple[str, ...]
     model: Any
+    timesteps: tuple[float, ...] | None = None
 
 
 @dataclass
@@ -92,16 +95,26 @@ class BundleModel(LoadedModel):
     content_guidance: Mapping[str, float] = field(default_factory=dict)
     experts: Mapping[str, Expert] = field(default_factory=dict)
 
-    def model_for(self, content: str | None = None) -> Any:
+    def expert_for(self, content: str | None = None) -> Expert | None:
         """The expert whose ``contents`` list the generator ``content`` names (``mechanics.bounce``),
-        else its family (``mechanics``); the main DiT when none does."""
+        else its family (``mechanics``); None when none does."""
         from inferix.train.data import generator_keys
 
         for key in generator_keys(content):
             for expert in self.experts.values():
                 if key in expert.contents:
-                    return expert.model
-        return self.model
+                    return expert
+        return None
+
+    def model_for(self, content: str | None = None) -> Any:
+        """The DiT of :meth:`expert_for` ``content``; the main DiT when no expert serves it."""
+        expert = self.expert_for(content)
+        return self.model if expert is None else expert.model
+
+    def timesteps_for(self, content: str | None = None) -> tuple[float, ...]:
+        """The step list of :meth:`expert_for` ``content`` when it has its own, else the bundle's."""
+        expert = self.expert_for(content)
+        return self.timesteps if expert is None or expert.timesteps is None else expert.timesteps
 
     def models(self) -> list[Any]:
         return [self.model, *(e.model for e in self.experts.values())]
@@ -414,7 +427,8 @@ def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> to
 
 
 def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
-    """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE}}``), loaded."""
+    """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE, "steps": [...]}}``,
+    ``steps`` optional), loaded."""
     from safetensors.torch import load_file
 
     experts: dict[str, Expert] = {}
@@ -427,18 +441,34 @@ def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
         path = folder / weights
         if not path.is_file():
             raise FileNotFoundError(f"{BUNDLE_FILE}: expert {name!r} names {weights}, which is not in {folder}")
-        experts[str(name)] = Expert(str(name), tuple(contents), apply_delta(model, load_file(str(path))))
+        steps = (entry or {}).get("steps")
+        experts[str(name)] = Expert(str(name), tuple(contents), apply_delta(model, load_file(str(path))),
+                                    None if steps is None else _expert_steps(name, steps))
     return experts
 
 
-def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[str], rank: int = 16) -> Path:
+def _expert_steps(name: str, steps: Any) -> tuple[float, ...]:
+    """An expert's own step list, checked as the engine would: numbers in [0, 1000], strictly
+    descending, starting from pure noise (1000)."""
+    if not (isinstance(steps, list) and steps and all(isinstance(t, int | float) for t in steps)):
+        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must be a list of timesteps, got {steps!r}")
+    ts = tuple(float(t) for t in steps)
+    if ts[0] != 1000.0 or any(b >= a for a, b in zip(ts, ts[1:], strict=False)) or ts[-1] < 0.0:
+        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must start at 1000 and descend strictly to "
+                         f">= 0 (e.g. [1000, 500, 200, 50]), got {list(ts)}")
+    return ts
+
+
+def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[str], rank: int = 16,
+               steps: list[float] | None = None) -> Path:
     """Make the exported bundle ``tuned`` (a fine-tune of ``bundle``'s DiT, e.g. on physics scenes) an
     expert of ``bundle`` for ``contents``: writes ``experts/NAME.safetensors`` (:func:`extract_delta`
-    at ``rank``) and lists it in ``bundle.json``. Returns the file written.
+    at ``rank``) and lists it in ``bundle.json``, with its own step list ``steps`` when given (else
+    it samples with the bundle's). Returns the file written.
 
     Raises:
-        ValueError: the two DiTs differ in architecture, ``contents`` is empty, or another expert
-            already serves one of ``contents``.
+        ValueError: the two DiTs differ in architecture, ``contents`` is empty, another expert
+            already serves one of ``contents``, or ``steps`` is not a step list from 1000 down.
     """
     from safetensors.torch import load_file, save_file
 
@@ -452,6 +482,7 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
         raise ValueError(f"{t} is not a fine-tune of {b}: their config.json differ")
     if not contents:
         raise ValueError("give the contents the expert serves (generators or families, e.g. mechanics)")
+    own_steps = None if steps is None else _expert_steps(name, list(steps))
     info = json.loads((b / BUNDLE_FILE).read_text())
     taken = {c: n for n, e in info.get("experts", {}).items() if n != name for c in e["contents"]}
     if clash := sorted(c for c in contents if c in taken):
@@ -461,6 +492,9 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
     out = b / EXPERTS_DIR / f"{name}.safetensors"
     out.parent.mkdir(exist_ok=True)
     save_file(delta, str(out), metadata={"format": DELTA_FORMAT, "rank": str(rank), "from": t.name})
-    info.setdefault("experts", {})[name] = {"contents": list(contents), "weights": f"{EXPERTS_DIR}/{out.name}"}
+    entry: dict[str, Any] = {"contents": list(contents), "weights": f"{EXPERTS_DIR}/{out.name}"}
+    if own_steps is not None:
+        entry["steps"] = list(own_steps)
+    info.setdefault("experts", {})[name] = entry
     (b / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
     return out

@@ -1349,3 +1349,32 @@ def test_an_expert_serves_its_contents_with_the_fine_tune_and_every_other_conten
     (main_dir / "experts" / "physics.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="expert 'physics' names experts/physics.safetensors"):
         load_bundle(main_dir)
+
+
+def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root: Path, tmp_path: Path) -> None:
+    """``inferix expert --steps``: the expert's contents are served with its step list (also cut by
+    ``steps``), every other content with the bundle's sampler; a list that does not start at pure
+    noise or does not descend is refused, at ``add_expert`` and when a hand-edited bundle loads."""
+    from inferix.cli import main
+    from inferix.train.bundle import add_expert, load_bundle
+    from inferix.train.recipe import Trainer
+
+    main_dir = Trainer(toy_config(tmp_path / "m", toy_root)).export()
+    tuned_dir = Trainer(toy_config(tmp_path / "t", toy_root)).export()
+    own = load_bundle(main_dir).timesteps
+    assert main(["expert", str(main_dir), str(tuned_dir), "--name", "physics", "--contents", "mechanics",
+                 "--rank", "2", "--steps", "1000,500,200,50"]) == 0
+    lm = load_bundle(main_dir)
+    assert lm.engine_config((8, 8), content="mechanics.bounce").timesteps == (1000.0, 500.0, 200.0, 50.0)
+    assert lm.engine_config((8, 8), content="mechanics.bounce", steps=2).timesteps == (1000.0, 500.0)
+    assert lm.engine_config((8, 8), content="gaming.maze").timesteps == tuple(own) != (1000.0, 500.0, 200.0, 50.0)
+    assert lm.engine_config((8, 8)).timesteps == tuple(own)
+
+    for bad in ([900, 500], [1000, 500, 600], [1000, 200, -5]):
+        with pytest.raises(ValueError, match=r"experts\['physics'\].steps must start at 1000"):
+            add_expert(main_dir, tuned_dir, "physics", ["mechanics"], rank=2, steps=bad)
+    info = json.loads((main_dir / "bundle.json").read_text())
+    info["experts"]["physics"]["steps"] = "1000,500"
+    (main_dir / "bundle.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"experts\['physics'\].steps must be a list of timesteps"):
+        load_bundle(main_dir)
