@@ -35,8 +35,11 @@ def heldout_cases(per_generator: int) -> list:
     """The ``standard`` physics cases with index below ``per_generator``, in suite order."""
     from worldolympiad.suites import load_suite
 
-    cases = [c for c in load_suite("standard").cases if "physics" in c.tracks
-             and c.id.rsplit("-", 1)[-1].isdigit() and int(c.id.rsplit("-", 1)[-1]) < per_generator]
+    def index(case_id: str) -> int:  # standard-<family>-<generator>-<i>
+        tail = case_id.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else per_generator
+
+    cases = [c for c in load_suite("standard").cases if "physics" in c.tracks and index(c.id) < per_generator]
     if not cases:
         raise SystemExit("no standard physics case matches; check --per-generator (>= 1)")
     return cases
@@ -61,11 +64,13 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     scores: dict[str, dict[str, float | None]] = {}
+    means: dict[str, float] = {}  # the evaluator's own track mean (summary.json), as evaluate-model prints it
     wall: dict[str, float] = {}
     for model in models:
         t0 = time.perf_counter()
         run = evaluate(make_run_spec(model, str(suite), ["physics"], seeds), EvalConfig(out=out, device="cpu"))
         wall[model] = time.perf_counter() - t0
+        means[model] = float(run.summary["tracks"]["physics"]["mean"])
         per_case: dict[str, list[float]] = {}
         for row in run.rows:
             if row.status == "ok" and row.score is not None:
@@ -80,7 +85,6 @@ def main() -> None:
     for c in cases:
         cells = [scores[m].get(c) for m in models]
         print(f"{c:<{width}}  " + "  ".join(f"{'failed':>22}" if v is None else f"{v:22.3f}" for v in cells))
-    means = {m: float(np.mean([v for v in scores[m].values() if v is not None])) for m in models}
     base = means[models[0]]
     print(f"{'mean':<{width}}  " + "  ".join(f"{means[m]:22.3f}" for m in models))
     print(f"{'ratio to ' + models[0]:<{width}}  " + "  ".join(

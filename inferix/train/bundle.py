@@ -448,8 +448,8 @@ def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
 
 
 def _expert_steps(name: str, steps: Any) -> tuple[float, ...]:
-    """An expert's own step list, checked as the engine would: numbers in [0, 1000], strictly
-    descending, starting from pure noise (1000)."""
+    """An expert's own step list: numbers starting from pure noise (1000), strictly descending, none
+    negative. (``EngineConfig`` also refuses a final 0, when the engine is built.)"""
     if not (isinstance(steps, list) and steps and all(isinstance(t, int | float) for t in steps)):
         raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must be a list of timesteps, got {steps!r}")
     ts = tuple(float(t) for t in steps)
