@@ -448,14 +448,14 @@ def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
 
 
 def _expert_steps(name: str, steps: Any) -> tuple[float, ...]:
-    """An expert's own step list: numbers starting from pure noise (1000), strictly descending, none
-    negative. (``EngineConfig`` also refuses a final 0, when the engine is built.)"""
+    """An expert's own step list: numbers starting from pure noise (1000) and descending strictly,
+    all in (0, 1000] as ``EngineConfig`` requires, so a bad list is refused when it is stored."""
     if not (isinstance(steps, list) and steps and all(isinstance(t, int | float) for t in steps)):
         raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must be a list of timesteps, got {steps!r}")
     ts = tuple(float(t) for t in steps)
-    if ts[0] != 1000.0 or any(b >= a for a, b in zip(ts, ts[1:], strict=False)) or ts[-1] < 0.0:
-        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must start at 1000 and descend strictly to "
-                         f">= 0 (e.g. [1000, 500, 200, 50]), got {list(ts)}")
+    if ts[0] != 1000.0 or any(b >= a for a, b in zip(ts, ts[1:], strict=False)) or ts[-1] <= 0.0:
+        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must start at 1000 and descend strictly, "
+                         f"staying above 0 (e.g. [1000, 500, 200, 50]), got {list(ts)}")
     return ts
 
 

@@ -1354,7 +1354,7 @@ def test_an_expert_serves_its_contents_with_the_fine_tune_and_every_other_conten
 def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root: Path, tmp_path: Path) -> None:
     """``inferix expert --steps``: the expert's contents are served with its step list (also cut by
     ``steps``), every other content with the bundle's sampler; a list that does not start at pure
-    noise or does not descend is refused, at ``add_expert`` and when a hand-edited bundle loads."""
+    noise, does not descend or reaches 0 is refused, at ``add_expert`` and when a hand-edited bundle loads."""
     from inferix.cli import main
     from inferix.train.bundle import add_expert, load_bundle
     from inferix.train.recipe import Trainer
@@ -1370,7 +1370,7 @@ def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root:
     assert lm.engine_config((8, 8), content="gaming.maze").timesteps == tuple(own) != (1000.0, 500.0, 200.0, 50.0)
     assert lm.engine_config((8, 8)).timesteps == tuple(own)
 
-    for bad in ([900, 500], [1000, 500, 600], [1000, 200, -5]):
+    for bad in ([900, 500], [1000, 500, 600], [1000, 200, -5], [1000, 200, 0]):   # the engine refuses t = 0
         with pytest.raises(ValueError, match=r"experts\['physics'\].steps must start at 1000"):
             add_expert(main_dir, tuned_dir, "physics", ["mechanics"], rank=2, steps=bad)
     info = json.loads((main_dir / "bundle.json").read_text())
