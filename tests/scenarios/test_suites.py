@@ -144,10 +144,11 @@ def test_registry_survives_a_missing_subpackage(monkeypatch):
 
 
 @pytest.mark.parametrize("data, at_least", [("reference_world_data", 150), ("reference_world_physics_data", 480),
-                                            ("reference_world_physics_data_more", 192)])
+                                            ("reference_world_physics_data_more", 192),
+                                            ("reference_world_physics_data_x2", 672)])
 def test_the_reference_models_training_data_is_disjoint_from_every_evaluation_suite(data: str, at_least: int):
     """No training case of inferix/train/configs/reference_world_data (the main DiT's) or
-    reference_world_physics_data / _more (its physics expert's) is an evaluation case (same generator and
+    reference_world_physics_data / _more / _x2 (its physics expert's) is an evaluation case (same generator and
     seed), except the flythrough rooms that MODEL_CARD.md declares (seeds 100-105)."""
     from pathlib import Path
 
