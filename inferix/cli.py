@@ -255,8 +255,9 @@ def cmd_expert(args: argparse.Namespace) -> int:
         steps = [float(t) for t in args.steps.split(",")] if args.steps else None
     except ValueError:
         raise ValueError(f"--steps takes comma-separated timesteps such as 1000,500,200,50, got {args.steps!r}") from None
-    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank, steps=steps)
+    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank, steps=steps, start=args.start)
     own = f", steps {','.join(f'{t:g}' for t in steps)}" if steps else ""
+    own += ", blocks start from the previous frame" if args.start == "anchor" else ""
     print(f"expert {args.name!r} for {', '.join(contents)}: {out} ({out.stat().st_size / 2**20:.2f} MiB, "
           f"rank {args.rank}{own})")
     return 0
@@ -325,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--steps", default=None,
                    help="the expert's own denoising timesteps, comma-separated from 1000 down (e.g. 1000,500,200,50); "
                         "default: the bundle's sampler")
+    e.add_argument("--start", choices=("noise", "anchor"), default="noise",
+                   help="what each block starts from: pure noise (default), or the previous frame noised to the "
+                        "first of --steps, which may then start below 1000 (e.g. --steps 200 --start anchor)")
     return parser
 
 

@@ -97,6 +97,11 @@ class EngineConfig:
             noise std it is told its anchors and clean context carry, on every pass. 0 (the
             default) says they are exact, as in the clean clips of its training; a small value
             says its own generated context is a little off, as the noised clips were.
+        start_from_anchor: start each block from the session's anchor (its last clean latent
+            frame; zeros before any) noised to the first timestep, instead of from pure noise: the
+            sampler then refines the previous frame rather than drawing the block anew (SDEdit,
+            Meng et al. 2022, applied per block). Needs a model conditioned on the previous frame
+            and a first timestep below 1000 (at 1000 the anchor would get no weight).
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -116,6 +121,7 @@ class EngineConfig:
     guidance_drops_caption: bool = False
     context_timestep: float = 0.0
     anchor_level: float = 0.0
+    start_from_anchor: bool = False
 
     def __post_init__(self) -> None:
         if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
@@ -128,6 +134,9 @@ class EngineConfig:
             raise ValueError(f"context_timestep must be in [0, 1000), got {self.context_timestep}")
         if not 0.0 <= self.anchor_level < 1.0:
             raise ValueError(f"anchor_level is a noise std in [0, 1), got {self.anchor_level}")
+        if self.start_from_anchor and self.timesteps[0] >= 1000:
+            raise ValueError(f"start_from_anchor needs a first timestep below 1000 (at 1000 the anchor gets no "
+                             f"weight), got timesteps {self.timesteps}")
 
     @property
     def kv_block(self) -> int:
@@ -249,6 +258,9 @@ class Engine:
         if cfg.anchor_level and not model.config.anchor_level:
             raise ValueError(f"anchor_level={cfg.anchor_level} needs a model with an anchor-level input "
                              "(WanConfig.anchor_level); this one has none: leave anchor_level at 0")
+        if cfg.start_from_anchor and not model.config.conditions_on_previous_frame:
+            raise ValueError("start_from_anchor needs a model conditioned on the previous frame "
+                             "(WanConfig.conditions_on_previous_frame); this one has no anchor to start from")
         self.action_encoder = action_encoder
         self.device = torch.device(cfg.device)
         self.kv = KVCacheManager(cfg.kv_block, cfg.pool_blocks(), cfg.num_host_blocks, cfg.policy)
@@ -647,6 +659,9 @@ class Engine:
         # noise drawn on CPU from the session's own generator: independent of batching and device
         s.x = torch.randn((1, c, self.config.block_frames, h, w), generator=s.generator).to(
             self.device, self.model.dtype)
+        if self.config.start_from_anchor:
+            sigma = self.config.timesteps[0] / 1000.0
+            s.x = (1.0 - sigma) * self._anchor(s).to(s.x.dtype).expand_as(s.x) + sigma * s.x
 
     def _finish(self, s: Session, state: SessionState) -> None:
         s.slot.state = state

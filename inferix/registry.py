@@ -174,6 +174,11 @@ class LoadedModel:
         bundle's expert may carry its own (:class:`inferix.train.bundle.BundleModel`)."""
         return self.timesteps
 
+    def start_from_anchor_for(self, content: str | None = None) -> bool:
+        """Whether ``content``'s blocks start from the previous frame (``EngineConfig.start_from_anchor``):
+        False for a plain model; a bundle's expert may (:class:`inferix.train.bundle.BundleModel`)."""
+        return False
+
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
                       guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
@@ -182,7 +187,8 @@ class LoadedModel:
         sampler (the first ``steps`` timesteps of :meth:`timesteps_for` ``content``), KV policy,
         action guidance (its own for ``content``, see :meth:`guidance`), its rescale, whether
         it is joint over the caption, the context timestep and the anchor level, each overridable (``None`` = the
-        model's own); ``options`` are the other engine settings (``max_frames``...)."""
+        model's own), and whether blocks start from the previous frame (:meth:`start_from_anchor_for`);
+        ``options`` are the other engine settings (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 
@@ -197,7 +203,8 @@ class LoadedModel:
                                                     else guidance_drops_caption),
                             context_timestep=(self.context_timestep if context_timestep is None
                                               else context_timestep),
-                            anchor_level=self.anchor_level if anchor_level is None else anchor_level, **options)
+                            anchor_level=self.anchor_level if anchor_level is None else anchor_level,
+                            **{"start_from_anchor": self.start_from_anchor_for(content), **options})
 
     @property
     def pixel_scale(self) -> int:

@@ -73,12 +73,16 @@ class Expert:
         model: the DiT: the main one with the expert's difference applied (:func:`apply_delta`).
         timesteps: its own denoising timesteps (``bundle.json`` ``experts.NAME.steps``), or None
             for the bundle's sampler: a fine-tune may be tuned to another step list.
+        start_from_anchor: each block starts from the previous frame noised to the first of
+            ``timesteps`` rather than from pure noise (``experts.NAME.start: "anchor"``;
+            ``EngineConfig.start_from_anchor``).
     """
 
     name: str
     contents: tuple[str, ...]
     model: Any
     timesteps: tuple[float, ...] | None = None
+    start_from_anchor: bool = False
 
 
 @dataclass
@@ -115,6 +119,11 @@ class BundleModel(LoadedModel):
         """The step list of :meth:`expert_for` ``content`` when it has its own, else the bundle's."""
         expert = self.expert_for(content)
         return self.timesteps if expert is None or expert.timesteps is None else expert.timesteps
+
+    def start_from_anchor_for(self, content: str | None = None) -> bool:
+        """Whether :meth:`expert_for` ``content`` starts its blocks from the previous frame."""
+        expert = self.expert_for(content)
+        return expert is not None and expert.start_from_anchor
 
     def models(self) -> list[Any]:
         return [self.model, *(e.model for e in self.experts.values())]
@@ -427,8 +436,8 @@ def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> to
 
 
 def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
-    """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE, "steps": [...]}}``,
-    ``steps`` optional), loaded."""
+    """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE, "steps": [...],
+    "start": "noise" | "anchor"}}``, ``steps`` and ``start`` optional), loaded."""
     from safetensors.torch import load_file
 
     experts: dict[str, Expert] = {}
@@ -441,34 +450,57 @@ def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
         path = folder / weights
         if not path.is_file():
             raise FileNotFoundError(f"{BUNDLE_FILE}: expert {name!r} names {weights}, which is not in {folder}")
-        steps = (entry or {}).get("steps")
+        steps, start = (entry or {}).get("steps"), (entry or {}).get("start", "noise")
+        from_anchor = _expert_start(name, start, steps)
         experts[str(name)] = Expert(str(name), tuple(contents), apply_delta(model, load_file(str(path))),
-                                    None if steps is None else _expert_steps(name, steps))
+                                    None if steps is None else _expert_steps(name, steps, from_anchor), from_anchor)
     return experts
 
 
-def _expert_steps(name: str, steps: Any) -> tuple[float, ...]:
-    """An expert's own step list: numbers starting from pure noise (1000) and descending strictly,
-    all in (0, 1000] as ``EngineConfig`` requires, so a bad list is refused when it is stored."""
+EXPERT_STARTS = ("noise", "anchor")
+
+
+def _expert_start(name: str, start: Any, steps: Any) -> bool:
+    """``experts.NAME.start``: True for ``"anchor"`` (which needs the expert's own ``steps``)."""
+    if start not in EXPERT_STARTS:
+        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].start must be one of {', '.join(EXPERT_STARTS)}, "
+                         f"got {start!r}")
+    if start == "anchor" and steps is None:
+        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].start 'anchor' needs the expert's own steps, the "
+                         "first one the noise level the previous frame starts at (e.g. [200])")
+    return start == "anchor"
+
+
+def _expert_steps(name: str, steps: Any, from_anchor: bool = False) -> tuple[float, ...]:
+    """An expert's own step list: numbers descending strictly, all in (0, 1000] as ``EngineConfig``
+    requires, starting from pure noise (1000), or below 1000 for an expert that starts from the
+    previous frame (``from_anchor``), so a bad list is refused when it is stored."""
     if not (isinstance(steps, list) and steps and all(isinstance(t, int | float) for t in steps)):
         raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must be a list of timesteps, got {steps!r}")
     ts = tuple(float(t) for t in steps)
-    if ts[0] != 1000.0 or any(b >= a for a, b in zip(ts, ts[1:], strict=False)) or ts[-1] <= 0.0:
+    descends = not any(b >= a for a, b in zip(ts, ts[1:], strict=False)) and ts[-1] > 0.0
+    if from_anchor and not (descends and ts[0] < 1000.0):
+        raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps of an expert that starts from the previous "
+                         f"frame must start below 1000 and descend strictly, staying above 0 (e.g. [200]), "
+                         f"got {list(ts)}")
+    if not from_anchor and not (descends and ts[0] == 1000.0):
         raise ValueError(f"{BUNDLE_FILE}: experts[{name!r}].steps must start at 1000 and descend strictly, "
                          f"staying above 0 (e.g. [1000, 500, 200, 50]), got {list(ts)}")
     return ts
 
 
 def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[str], rank: int = 16,
-               steps: list[float] | None = None) -> Path:
+               steps: list[float] | None = None, start: str = "noise") -> Path:
     """Make the exported bundle ``tuned`` (a fine-tune of ``bundle``'s DiT, e.g. on physics scenes) an
     expert of ``bundle`` for ``contents``: writes ``experts/NAME.safetensors`` (:func:`extract_delta`
     at ``rank``) and lists it in ``bundle.json``, with its own step list ``steps`` when given (else
-    it samples with the bundle's). Returns the file written.
+    it samples with the bundle's) and, with ``start="anchor"``, blocks that start from the previous
+    frame noised to ``steps[0]``. Returns the file written.
 
     Raises:
         ValueError: the two DiTs differ in architecture, ``contents`` is empty, another expert
-            already serves one of ``contents``, or ``steps`` is not a step list from 1000 down.
+            already serves one of ``contents``, or ``steps`` is not a step list from 1000 down
+            (from below 1000 with ``start="anchor"``, which needs ``steps``).
     """
     from safetensors.torch import load_file, save_file
 
@@ -482,7 +514,8 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
         raise ValueError(f"{t} is not a fine-tune of {b}: their config.json differ")
     if not contents:
         raise ValueError("give the contents the expert serves (generators or families, e.g. mechanics)")
-    own_steps = None if steps is None else _expert_steps(name, list(steps))
+    from_anchor = _expert_start(name, start, steps)
+    own_steps = None if steps is None else _expert_steps(name, list(steps), from_anchor)
     info = json.loads((b / BUNDLE_FILE).read_text())
     taken = {c: n for n, e in info.get("experts", {}).items() if n != name for c in e["contents"]}
     if clash := sorted(c for c in contents if c in taken):
@@ -495,6 +528,8 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
     entry: dict[str, Any] = {"contents": list(contents), "weights": f"{EXPERTS_DIR}/{out.name}"}
     if own_steps is not None:
         entry["steps"] = list(own_steps)
+    if from_anchor:
+        entry["start"] = "anchor"
     info.setdefault("experts", {})[name] = entry
     (b / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
     return out

@@ -476,6 +476,44 @@ def test_the_engine_tells_an_anchor_level_model_its_configured_level_on_every_pa
         EngineConfig(anchor_level=-0.1)
 
 
+def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_the_first_step(tiny, prev_frame_model):
+    """``EngineConfig.start_from_anchor`` (SDEdit per block): a block starts at
+    ``(1 - s) anchor + s noise`` with ``s`` the first timestep / 1000 and the same noise a plain start
+    draws, so the video differs from the plain one; the next block starts from the last generated
+    frame. A first step of 1000 (the anchor would get no weight) and a model with no previous-frame
+    input are refused."""
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[:, :8] = 200
+    lat = tiny.encode_image(img, HW)
+
+    def engine(from_anchor):
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=(200.0,), policy=CachePolicy.parse("full"),
+                           start_from_anchor=from_anchor)
+        return Engine(prev_frame_model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+
+    warm, plain = engine(True), engine(False)
+    sw = warm.add_session("a red ball", num_blocks=2, seed=4, action="forward", image_latents=lat)
+    sp = plain.add_session("a red ball", num_blocks=2, seed=4, action="forward", image_latents=lat)
+    noise = plain.session(sp).x
+    torch.testing.assert_close(warm.session(sw).x, 0.8 * lat.expand_as(noise) + 0.2 * noise)
+    def next_block(eng):
+        while not (out := eng.step()):
+            pass
+        return out[0]
+
+    first = next_block(warm)
+    assert (first.latents - next_block(plain).latents).abs().max() > 1e-3
+    start2 = warm.session(sw).x
+    last = first.latents[:, -1:].unsqueeze(0)  # [1, C, 1, h, w]: the frame the next block is anchored on
+    assert (start2 - 0.8 * last).abs().max() < (start2 - 0.8 * lat).abs().max()
+
+    with pytest.raises(ValueError, match="start_from_anchor needs a first timestep below 1000"):
+        EngineConfig(timesteps=(1000.0, 500.0), start_from_anchor=True)
+    with pytest.raises(ValueError, match="start_from_anchor needs a model conditioned on the previous frame"):
+        Engine(tiny.model, tiny.codec, tiny.text_encoder,
+               EngineConfig(latent_hw=HW, block_frames=3, timesteps=(200.0,), start_from_anchor=True))
+
+
 def test_a_bfloat16_model_keeps_its_kv_cache_in_bf16_and_generates_the_float32_frames_up_to_rounding():
     """``load_model(..., dtype="bfloat16")`` (``inferix generate --dtype``, the bridge's ``model.dtype``)
     runs the DiT, the latents and the KV cache in bf16 (half the cache bytes) and decodes through the

@@ -1379,3 +1379,35 @@ def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root:
     (main_dir / "bundle.json").write_text(json.dumps(info))
     with pytest.raises(ValueError, match=r"experts\['physics'\].steps must be a list of timesteps"):
         load_bundle(main_dir)
+
+
+def test_an_expert_that_starts_from_the_previous_frame_serves_only_its_contents_that_way(toy_root: Path, tmp_path: Path) -> None:
+    """``inferix expert --steps 200 --start anchor``: the expert's contents get an engine whose blocks
+    start from the previous frame noised to its first step (``EngineConfig.start_from_anchor``), every
+    other content the bundle's plain start. A start from the anchor needs the expert's own steps, below
+    1000; an unknown start is refused when a hand-edited bundle loads."""
+    from inferix.cli import main
+    from inferix.train.bundle import add_expert, load_bundle
+    from inferix.train.recipe import Trainer
+
+    main_dir = Trainer(toy_config(tmp_path / "m", toy_root)).export()
+    tuned_dir = Trainer(toy_config(tmp_path / "t", toy_root)).export()
+    assert main(["expert", str(main_dir), str(tuned_dir), "--name", "physics", "--contents", "mechanics",
+                 "--rank", "2", "--steps", "200", "--start", "anchor"]) == 0
+    lm = load_bundle(main_dir)
+    cfg = lm.engine_config((8, 8), content="mechanics.bounce")
+    assert cfg.timesteps == (200.0,) and cfg.start_from_anchor
+    assert not lm.engine_config((8, 8), content="gaming.maze").start_from_anchor
+    assert not lm.engine_config((8, 8)).start_from_anchor
+
+    with pytest.raises(ValueError, match=r"start 'anchor' needs the expert's own steps"):
+        add_expert(main_dir, tuned_dir, "physics", ["mechanics"], rank=2, start="anchor")
+    with pytest.raises(ValueError, match=r"starts from the previous frame must start below 1000"):
+        add_expert(main_dir, tuned_dir, "physics", ["mechanics"], rank=2, steps=[1000, 200], start="anchor")
+    with pytest.raises(ValueError, match=r"steps must start at 1000"):  # a plain start still needs pure noise
+        add_expert(main_dir, tuned_dir, "physics", ["mechanics"], rank=2, steps=[200])
+    info = json.loads((main_dir / "bundle.json").read_text())
+    info["experts"]["physics"]["start"] = "sdedit"
+    (main_dir / "bundle.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"experts\['physics'\].start must be one of noise, anchor"):
+        load_bundle(main_dir)
