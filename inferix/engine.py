@@ -98,10 +98,11 @@ class EngineConfig:
             default) says they are exact, as in the clean clips of its training; a small value
             says its own generated context is a little off, as the noised clips were.
         start_from_anchor: start each block from the session's anchor (its last clean latent
-            frame; zeros before any) noised to the first timestep, instead of from pure noise: the
-            sampler then refines the previous frame rather than drawing the block anew (SDEdit,
-            Meng et al. 2022, applied per block). Needs a model conditioned on the previous frame
-            and a first timestep below 1000 (at 1000 the anchor would get no weight).
+            frame: the first frame, then each block's last) noised to the first timestep, instead of
+            from pure noise, so the sampler refines the previous frame rather than drawing the
+            block anew (SDEdit, Meng et al. 2022, applied per block). Needs a model conditioned on
+            the previous frame, a first timestep below 1000 (at 1000 the anchor would get no
+            weight) and sessions started with ``image_latents``.
     """
 
     latent_hw: tuple[int, int] = (16, 16)
@@ -296,6 +297,9 @@ class Engine:
             raise ValueError(f"session id {sid!r} already exists")
         if num_blocks is not None and num_blocks < 1:
             raise ValueError(f"num_blocks must be >= 1 or None (unbounded), got {num_blocks}")
+        if self.config.start_from_anchor and image_latents is None:
+            raise ValueError("start_from_anchor starts each block from the previous frame, so a session needs "
+                             "image_latents (a first frame, e.g. inferix generate --image); none was given")
         action_tensor = self._encode_action(action)
         context = self._context(prompt)
         slot = SessionSlot(sid, self._batch_key(context), len(self.config.timesteps), self.config.block_frames,

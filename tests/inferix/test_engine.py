@@ -480,8 +480,8 @@ def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_t
     """``EngineConfig.start_from_anchor`` (SDEdit per block): a block starts at
     ``(1 - s) anchor + s noise`` with ``s`` the first timestep / 1000 and the same noise a plain start
     draws, so the video differs from the plain one; the next block starts from the last generated
-    frame. A first step of 1000 (the anchor would get no weight) and a model with no previous-frame
-    input are refused."""
+    frame. A session with no first frame, a first step of 1000 (the anchor would get no weight) and a
+    model with no previous-frame input are refused."""
     img = np.zeros((16, 16, 3), np.uint8)
     img[:, :8] = 200
     lat = tiny.encode_image(img, HW)
@@ -507,6 +507,8 @@ def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_t
     last = first.latents[:, -1:].unsqueeze(0)  # [1, C, 1, h, w]: the frame the next block is anchored on
     assert (start2 - 0.8 * last).abs().max() < (start2 - 0.8 * lat).abs().max()
 
+    with pytest.raises(ValueError, match="start_from_anchor starts each block from the previous frame, so a session needs"):
+        warm.add_session("a red ball", num_blocks=1)  # no first frame: nothing to start from
     with pytest.raises(ValueError, match="start_from_anchor needs a first timestep below 1000"):
         EngineConfig(timesteps=(1000.0, 500.0), start_from_anchor=True)
     with pytest.raises(ValueError, match="start_from_anchor needs a model conditioned on the previous frame"):
