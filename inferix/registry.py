@@ -182,7 +182,8 @@ class LoadedModel:
     def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
                       action_guidance: float | None = None, action_guidance_rescale: float | None = None,
                       guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
-                      anchor_level: float | None = None, content: str | None = None, **options: Any) -> Any:
+                      anchor_level: float | None = None, start_from_anchor: bool | None = None,
+                      content: str | None = None, **options: Any) -> Any:
         """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
         sampler (the first ``steps`` timesteps of :meth:`timesteps_for` ``content``), KV policy,
         action guidance (its own for ``content``, see :meth:`guidance`), its rescale, whether
@@ -204,7 +205,8 @@ class LoadedModel:
                             context_timestep=(self.context_timestep if context_timestep is None
                                               else context_timestep),
                             anchor_level=self.anchor_level if anchor_level is None else anchor_level,
-                            **{"start_from_anchor": self.start_from_anchor_for(content), **options})
+                            start_from_anchor=(self.start_from_anchor_for(content) if start_from_anchor is None
+                                               else start_from_anchor), **options)
 
     @property
     def pixel_scale(self) -> int:

@@ -126,7 +126,8 @@ class BundleModel(LoadedModel):
         return expert is not None and expert.start_from_anchor
 
     def models(self) -> list[Any]:
-        return [self.model, *(e.model for e in self.experts.values())]
+        # experts that share a weights file share one DiT: list each once
+        return list({id(m): m for m in (self.model, *(e.model for e in self.experts.values()))}.values())
 
     def guidance(self, requested: float | None = None, content: str | None = None) -> float:
         """As :meth:`LoadedModel.guidance`; with no explicit ``requested`` value, a ``content`` the
@@ -437,10 +438,12 @@ def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> to
 
 def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
     """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE, "steps": [...],
-    "start": "noise" | "anchor"}}``, ``steps`` and ``start`` optional), loaded."""
+    "start": "noise" | "anchor"}}``, ``steps`` and ``start`` optional), loaded. Entries that name
+    the same weights file (one fine-tune served two ways) share one DiT."""
     from safetensors.torch import load_file
 
     experts: dict[str, Expert] = {}
+    dits: dict[Path, Any] = {}
     for name, entry in (raw or {}).items():
         contents, weights = (entry or {}).get("contents"), (entry or {}).get("weights")
         if not (isinstance(contents, list) and contents and all(isinstance(c, str) for c in contents)
@@ -452,7 +455,9 @@ def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
             raise FileNotFoundError(f"{BUNDLE_FILE}: expert {name!r} names {weights}, which is not in {folder}")
         steps, start = (entry or {}).get("steps"), (entry or {}).get("start", "noise")
         from_anchor = _expert_start(name, start, steps)
-        experts[str(name)] = Expert(str(name), tuple(contents), apply_delta(model, load_file(str(path))),
+        if path not in dits:
+            dits[path] = apply_delta(model, load_file(str(path)))
+        experts[str(name)] = Expert(str(name), tuple(contents), dits[path],
                                     None if steps is None else _expert_steps(name, steps, from_anchor), from_anchor)
     return experts
 

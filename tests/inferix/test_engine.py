@@ -496,13 +496,14 @@ def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_t
     sp = plain.add_session("a red ball", num_blocks=2, seed=4, action="forward", image_latents=lat)
     noise = plain.session(sp).x
     torch.testing.assert_close(warm.session(sw).x, 0.8 * lat.expand_as(noise) + 0.2 * noise)
-    def next_block(eng):
-        while not (out := eng.step()):
-            pass
-        return out[0]
 
-    first = next_block(warm)
-    assert (first.latents - next_block(plain).latents).abs().max() > 1e-3
+    def next_block(eng, sid):
+        while not eng.session(sid).outputs:
+            eng.step()
+        return eng.session(sid).outputs[0]
+
+    first = next_block(warm, sw)
+    assert (first.latents - next_block(plain, sp).latents).abs().max() > 1e-3
     start2 = warm.session(sw).x
     last = first.latents[:, -1:].unsqueeze(0)  # [1, C, 1, h, w]: the frame the next block is anchored on
     assert (start2 - 0.8 * last).abs().max() < (start2 - 0.8 * lat).abs().max()
