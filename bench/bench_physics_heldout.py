@@ -4,7 +4,8 @@ Acceptance 3 of the reference world model is judged on ``smoke``, whose 15 physi
 picked the shipped checkpoints; this is the check that was not looked at while picking. It takes
 the physics cases of the ``standard`` suite (other scenario seeds than ``smoke`` and than every
 training render: ``tests/inferix/test_train.py`` holds the seeds disjoint), ``--per-generator``
-of each generator (``standard-<family>-<generator>-<i>`` for ``i < N``), and scores every model
+of each generator (``standard-<family>-<generator>-<i>`` and ``robotics-<generator>-s<i>`` for
+``i < N``: 21 generators, robotics included since session 38), and scores every model
 on the physics track with ``evaluate()``, in one run, into ``--out`` (resumable: a rerun reuses
 finished rows). It prints per case and per model the track score, and each model's mean as a
 ratio to the first model's (the baseline, ``repeat-first-frame`` by default).
@@ -17,7 +18,7 @@ Usage::
     python bench/bench_physics_heldout.py [--models repeat-first-frame,inferix:reference-world]
         [--per-generator 1] [--seeds 0] [--out bench/_out/physics_heldout] [--json F]
 
-About 12 minutes per generated model and seed at ``--per-generator 1`` (17 cases) on 2 idle CPU
+About 17 minutes per generated model and seed at ``--per-generator 1`` (21 cases) on 2 idle CPU
 cores; the baseline takes under a minute. Prints numbers; asserts nothing.
 """
 
@@ -35,9 +36,13 @@ def heldout_cases(per_generator: int) -> list:
     """The ``standard`` physics cases with index below ``per_generator``, in suite order."""
     from worldolympiad.suites import load_suite
 
-    def index(case_id: str) -> int:  # standard-<family>-<generator>-<i>
-        tail = case_id.rsplit("-", 1)[-1]
-        return int(tail) if tail.isdigit() else per_generator
+    def index(case_id: str) -> int:
+        # standard-<family>-<generator>-<i>; the robotics cases are robotics-<generator>-s<seed>
+        tail = case_id.rsplit("-", 1)[-1].removeprefix("s")
+        if not tail.isdigit():
+            raise ValueError(f"standard physics case {case_id!r} has no trailing index (-<i> or -s<seed>); "
+                             "teach heldout_cases its id pattern")
+        return int(tail)
 
     cases = [c for c in load_suite("standard").cases if "physics" in c.tracks and index(c.id) < per_generator]
     if not cases:
