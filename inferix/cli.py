@@ -264,6 +264,8 @@ def cmd_expert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from inferix.train.bundle import EXPERT_STARTS
+
     parser = argparse.ArgumentParser(prog="inferix", description="Inferix: block-diffusion video generation engine")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -326,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--steps", default=None,
                    help="the expert's own denoising timesteps, comma-separated from 1000 down (e.g. 1000,500,200,50); "
                         "default: the bundle's sampler")
-    e.add_argument("--start", choices=("noise", "anchor"), default="noise",
+    e.add_argument("--start", choices=EXPERT_STARTS, default="noise",
                    help="what each block starts from: pure noise (default), or the previous frame noised to the "
                         "first of --steps, which may then start below 1000 (e.g. --steps 200 --start anchor)")
     return parser
