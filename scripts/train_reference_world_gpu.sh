@@ -14,7 +14,7 @@
 #
 # Usage: train_reference_world_gpu.sh [BUDGET_S=420]
 # Environment: OUT (default /tmp/gpu_out), DATA (.gpu_data/train), DEVICE (cuda), PYTHON (python3),
-#   CFG (the recipe; reference_world_gpu.yaml), KEEP (a folder that also gets the unsplit bundle;
+#   CFG (the recipe; reference_world_gpu.yaml), TEACHER_FORCED (1; 0 skips step 3), KEEP (a folder that also gets the unsplit bundle;
 #   scripts/gpu_round.sh gates it), PROBE_STEPS (30), PROFILE_STEPS (10; 0 skips
 #   bench/profile_train_step.py, whose table goes to $OUT/profile.txt), EXTRA (more --set
 #   overrides; e.g. a rollout fine-tune of the shipped weights: EXTRA="--set
@@ -78,6 +78,7 @@ cp "$WORK/run/log.jsonl" "$OUT/log.jsonl"
 # 3. the teacher-forced check (bench/bench_teacher_forced.py): the new weights against the shipped
 #    ones on the same clips and noise (new / old < 1 = better); a failure here is logged and loses
 #    nothing above
+if [ "${TEACHER_FORCED:-1}" = 0 ]; then tail -n 3 "$OUT/train.log"; exit 0; fi
 # shellcheck disable=SC2086
 $PY bench/bench_teacher_forced.py "$DATA" --model-dir "$WORK/run/model" --against inferix/weights/reference_world \
     --config $CFG --json "$OUT/teacher_forced.json" > "$OUT/teacher_forced.txt" 2>&1 \
