@@ -29,6 +29,7 @@ DEVICE=${DEVICE:-cuda}
 PY=${PYTHON:-python3}
 PROBE_STEPS=${PROBE_STEPS:-30}
 PROFILE_STEPS=${PROFILE_STEPS:-10}
+TEACHER_FORCED=${TEACHER_FORCED:-1}
 EXTRA=${EXTRA:-}
 CFG=${CFG:-inferix/train/configs/reference_world_gpu.yaml}
 WORK=$(mktemp -d)
@@ -78,10 +79,11 @@ cp "$WORK/run/log.jsonl" "$OUT/log.jsonl"
 # 3. the teacher-forced check (bench/bench_teacher_forced.py): the new weights against the shipped
 #    ones on the same clips and noise (new / old < 1 = better); a failure here is logged and loses
 #    nothing above
-if [ "${TEACHER_FORCED:-1}" = 0 ]; then tail -n 3 "$OUT/train.log"; exit 0; fi
-# shellcheck disable=SC2086
-$PY bench/bench_teacher_forced.py "$DATA" --model-dir "$WORK/run/model" --against inferix/weights/reference_world \
-    --config $CFG --json "$OUT/teacher_forced.json" > "$OUT/teacher_forced.txt" 2>&1 \
-    || echo "teacher-forced check failed (see teacher_forced.txt)"
-grep -A 30 "^per generator" "$OUT/teacher_forced.txt" | tee -a "$OUT/train.log" || true
+if [ "$TEACHER_FORCED" != 0 ]; then
+    # shellcheck disable=SC2086
+    $PY bench/bench_teacher_forced.py "$DATA" --model-dir "$WORK/run/model" --against inferix/weights/reference_world \
+        --config $CFG --json "$OUT/teacher_forced.json" > "$OUT/teacher_forced.txt" 2>&1 \
+        || echo "teacher-forced check failed (see teacher_forced.txt)"
+    grep -A 30 "^per generator" "$OUT/teacher_forced.txt" | tee -a "$OUT/train.log" || true
+fi
 tail -n 3 "$OUT/train.log"
