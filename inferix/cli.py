@@ -263,6 +263,17 @@ def cmd_expert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_actions(args: argparse.Namespace) -> int:
+    from inferix.train.bundle import extend_actions
+
+    names = [n.strip() for n in args.add.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--add takes comma-separated action names, e.g. move_ee@down,move_ee@up")
+    out = extend_actions(args.bundle, args.out or args.bundle, names)
+    print(f"{out}: vocabulary + {', '.join(names)} (each NAME@DIRECTION starts as NAME)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from inferix.train.bundle import EXPERT_STARTS
 
@@ -331,6 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--start", choices=EXPERT_STARTS, default="noise",
                    help="what each block starts from: pure noise (default), or the previous frame noised to the "
                         "first of --steps, which may then start below 1000 (e.g. --steps 200 --start anchor)")
+
+    a = sub.add_parser("actions", help="add action names to a bundle's vocabulary",
+                       description="Append action names to BUNDLE's vocabulary and grow the action table of its "
+                                   "main DiT and of every expert by name: a new NAME@DIRECTION (move_ee@down: "
+                                   "inferix.registry.directional_name) starts as NAME's row, so the bundle serves "
+                                   "exactly as before until a fine-tune trains the new rows (then `inferix expert`).")
+    a.add_argument("bundle", help="the bundle folder")
+    a.add_argument("--add", required=True, help="comma-separated names, e.g. move_ee@down,move_ee@up")
+    a.add_argument("--out", default=None, help="write the grown bundle here (default: change BUNDLE in place)")
     return parser
 
 
@@ -352,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "expert":
             return cmd_expert(args)
+        if args.command == "actions":
+            return cmd_actions(args)
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"inferix {args.command}: error: {e}", file=sys.stderr)
         return 2

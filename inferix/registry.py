@@ -68,12 +68,60 @@ class HashedTextEncoder:
         return out
 
 
+# Direction words of a camera-frame displacement (OpenCV axes: x right, y down, z away from the
+# camera), in axis order, positive first: see :func:`action_direction`.
+DIRECTIONS: tuple[str, ...] = ("right", "left", "down", "up", "away", "toward")
+
+
+def camera_frame_delta(delta: Sequence[float], camera_to_world: Any) -> list[float]:
+    """A world-space displacement ``[dx, dy, dz]`` in the camera frame of a camera-to-world pose
+    (4x4 or 3x3; OpenCV axes: x right, y down, z away from the camera)."""
+    R = np.asarray(camera_to_world, dtype=np.float64)[:3, :3]
+    d = np.zeros(3)
+    v = np.asarray(delta, dtype=np.float64).ravel()[:3]
+    d[: len(v)] = v
+    return [float(x) for x in R.T @ d]
+
+
+def with_camera_delta(action: Any, camera_to_world: Any) -> Any:
+    """``action`` with ``delta_camera`` (its world ``delta`` in the camera frame of ``camera_to_world``)
+    when it is a structured action with a delta and a pose is given; else ``action`` unchanged. The
+    training data (from each case's first camera pose) and the WorldOlympiad bridge (likewise) add it."""
+    if camera_to_world is None or not isinstance(action, dict) or action.get("delta") is None:
+        return action
+    return {**action, "delta_camera": camera_frame_delta(action["delta"], camera_to_world)}
+
+
+def action_direction(vec: Sequence[float]) -> str | None:
+    """The dominant axis of a camera-frame displacement as one of :data:`DIRECTIONS` (None for zero)."""
+    v = np.asarray(vec, dtype=np.float64).ravel()[:3]
+    if not v.size or not np.any(v):
+        return None
+    i = int(np.argmax(np.abs(v)))
+    return DIRECTIONS[2 * i + (0 if v[i] > 0 else 1)]
+
+
+def directional_name(action: Any) -> str | None:
+    """``NAME@DIRECTION`` for a structured action that carries its camera-frame displacement
+    (``{"name": "move_ee", "delta_camera": [x, y, z]}``: the WorldOlympiad bridge and the
+    training data add it from the case camera), else None. A vocabulary that lists such names
+    tells the model which way the end effector moves on screen, which the world-frame delta alone
+    cannot (the camera's azimuth varies by case)."""
+    if not isinstance(action, dict) or action.get("delta_camera") is None:
+        return None
+    name = action.get("name", action.get("action"))
+    direction = action_direction(action["delta_camera"])
+    return None if name is None or direction is None else f"{name}@{direction}"
+
+
 @dataclass
 class ActionVocab:
     """Action names -> ids of a discrete-action model.
 
     Accepts a name (``"forward"``), an id, or a dict with a ``name`` key (WorldOlympiad's
-    structured actions); ``None`` maps to ``default``.
+    structured actions); ``None`` maps to ``default``. A structured action with a camera-frame
+    displacement maps to ``NAME@DIRECTION`` when the vocabulary lists it (:func:`directional_name`),
+    else to its plain name.
     """
 
     names: Sequence[str]
@@ -83,6 +131,9 @@ class ActionVocab:
         if action is None:
             action = self.default
         if isinstance(action, dict):
+            qualified = directional_name(action)
+            if qualified is not None and qualified in self.names:
+                return list(self.names).index(qualified)
             action = action.get("name", action.get("action"))
         if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
             if 0 <= int(action) < len(self.names):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inferix.registry import ActionVocab, HashedTextEncoder, LoadedModel
+from inferix.registry import ActionVocab, HashedTextEncoder, LoadedModel, directional_name
 
 if TYPE_CHECKING:
     import torch
@@ -57,6 +57,9 @@ class MappedActionVocab(ActionVocab):
 
     def id_of(self, action: Any) -> int:
         if isinstance(action, dict):
+            qualified = directional_name(action)
+            if qualified is not None and qualified in self.names:
+                return list(self.names).index(qualified)
             action = action.get("name", action.get("action"))
         if isinstance(action, str) and action not in self.names and action in self.aliases:
             action = self.aliases[action]
@@ -375,12 +378,13 @@ DELTA_FORMAT = "inferix-expert-delta/1"
 
 
 def extract_delta(base: Mapping[str, torch.Tensor], tuned: Mapping[str, torch.Tensor], rank: int,
-                  dense: tuple[str, ...] = ("proj_out.",)) -> dict[str, torch.Tensor]:
+                  dense: tuple[str, ...] = ("proj_out.", "action_embedder.table.")) -> dict[str, torch.Tensor]:
     """``tuned - base`` as a compact expert: each 2-D weight's difference as its best rank-``rank``
     approximation (truncated SVD, ``W += up @ down``: the LoRA form, extracted after a full fine-tune
     rather than trained), every other changed tensor whole; float16 (a difference is small, so its
     half-precision rounding is far below the weights' own). Tensors whose names start with one of
-    ``dense`` (the output head, which an expert retrains from zero) are kept whole too; unchanged
+    ``dense`` (the output head, which an expert retrains from zero, and the action table, whose rows
+    are separate actions) are kept whole too; unchanged
     tensors are left out.
 
     Raises:
@@ -406,6 +410,73 @@ def extract_delta(base: Mapping[str, torch.Tensor], tuned: Mapping[str, torch.Te
         else:
             out[f"{name}.delta"] = diff.half()
     return out
+
+
+def remap_action_rows(table: torch.Tensor, old_names: list[str], new_names: list[str],
+                      init: torch.Tensor | None = None) -> torch.Tensor:
+    """An action table for ``new_names`` from one trained for ``old_names``, row by name: a name
+    both list keeps its row; a new ``NAME@DIRECTION`` (:func:`inferix.registry.directional_name`)
+    starts as ``NAME``'s row, so the grown model behaves exactly as before until it is trained;
+    any other new name takes its row of ``init`` (the new model's own init; zeros without one).
+
+    Raises:
+        ValueError: ``old_names`` does not match the table's rows.
+    """
+    import torch
+
+    if len(old_names) != table.shape[0]:
+        raise ValueError(f"an action table of {table.shape[0]} rows for {len(old_names)} names")
+    out = torch.zeros(len(new_names), *table.shape[1:], dtype=table.dtype) if init is None else init.clone().to(table.dtype)
+    for i, name in enumerate(new_names):
+        src = name if name in old_names else name.split("@", 1)[0]
+        if src in old_names:
+            out[i] = table[old_names.index(src)]
+    return out
+
+
+def extend_actions(bundle: str | Path, out: str | Path, names: list[str]) -> Path:
+    """A copy of ``bundle`` whose vocabulary also lists ``names`` (appended): the main DiT's and every
+    expert's action table grow by :func:`remap_action_rows`, so each new ``NAME@DIRECTION`` serves
+    exactly as ``NAME`` until a fine-tune (an expert) trains it.
+
+    Raises:
+        ValueError: a name is already in the vocabulary, or the bundle has no action table.
+    """
+    import shutil
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    src, dst = Path(bundle), Path(out)
+    info = json.loads((src / BUNDLE_FILE).read_text())
+    old = list(info["actions"]["vocabulary"])
+    dup = [n for n in names if n in old]
+    if dup:
+        raise ValueError(f"actions already in the vocabulary of {src}: {dup}")
+    new = old + list(names)
+    if dst.resolve() != src.resolve():
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+    key = "action_embedder.table.weight"
+    weights = dst / "diffusion_pytorch_model.safetensors"
+    state = load_file(str(weights))
+    if key not in state:
+        raise ValueError(f"{src} has no discrete action table ({key})")
+    state[key] = remap_action_rows(state[key], old, new)
+    save_file(state, str(weights))
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg["num_actions"] = len(new)
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    for file in sorted({entry["weights"] for entry in (info.get("experts") or {}).values()}):
+        path = dst / file
+        with safe_open(str(path), "pt") as f:
+            meta = f.metadata()
+        delta = load_file(str(path))
+        if f"{key}.delta" in delta:
+            delta[f"{key}.delta"] = remap_action_rows(delta[f"{key}.delta"].float(), old, new).half()
+            save_file(delta, str(path), metadata=meta)
+    info["actions"]["vocabulary"] = new
+    (dst / BUNDLE_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    return dst
 
 
 def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> torch.nn.Module:

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from inferix.registry import directional_name, with_camera_delta
+
 if TYPE_CHECKING:
     import torch
 
@@ -101,6 +103,12 @@ def _weight_keys(v: VideoRecord) -> list[str]:
     """``data.weights`` keys that apply to ``v``, most specific first: generator (``mechanics.bounce``),
     its family (``mechanics``), scenario (``realworld``)."""
     return [*generator_keys(v.generator), v.scenario]
+
+
+def _first_pose(case: dict[str, Any]) -> Any:
+    """The case camera's first camera-to-world pose (4x4), or None when the case has none."""
+    traj = (case.get("camera") or {}).get("trajectory") or []
+    return traj[0] if len(traj) else None
 
 
 def _action_name(action: Any) -> str | None:
@@ -235,6 +243,9 @@ class ClipDataset:
                 logger.warning("train.object_share_skip keys %s match no video", sorted(self.object_skip - known))
 
     def action_id(self, action: Any) -> int | None:
+        qualified = directional_name(action)
+        if qualified is not None and qualified in self.vocab:
+            return self.vocab.index(qualified)
         name = _action_name(action)
         if name is None:
             return self.vocab.index(self.default)
@@ -261,8 +272,9 @@ class ClipDataset:
         t = len(frames)
         ids = np.full(t, self.vocab.index(self.default), np.int64)
         caps = [""] * t
+        pose = _first_pose(case)
         for ch in case.get("chunks", []):
-            a = self.action_id(ch.get("action"))
+            a = self.action_id(with_camera_delta(ch.get("action"), pose))
             if a is None:
                 unknown[str(_action_name(ch.get("action")))] = case["id"]
                 continue

@@ -57,6 +57,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -360,17 +361,28 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     return (per_frame * weight).sum() / weight.sum()
 
 
-def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor],
+                      vocabulary: Sequence[str] | None = None, init_vocabulary: Sequence[str] | None = None) -> None:
     """Load ``init_from`` weights; a model that adds previous-frame input channels or the
     anchor-level input to an earlier stage gets zero weights (or a zero output layer) for them,
-    so it starts as exactly that stage's model.
+    so it starts as exactly that stage's model. A model whose action ``vocabulary`` differs from
+    the earlier stage's (``init_vocabulary``; default: the first rows of ``vocabulary``) gets its
+    action table rebuilt by name (:func:`~inferix.train.bundle.remap_action_rows`: a new
+    ``move_ee@down`` starts as ``move_ee``).
 
     Raises:
         ValueError: any other shape mismatch (the message names the tensor).
     """
     import torch
 
+    from inferix.train.bundle import remap_action_rows
+
     own = model.state_dict()
+    key = "action_embedder.table.weight"
+    if vocabulary is not None and key in state and key in own and state[key].shape != own[key].shape:
+        old_names = list(init_vocabulary) if init_vocabulary is not None else list(vocabulary)[: state[key].shape[0]]
+        state = {**state, key: remap_action_rows(state[key], old_names, list(vocabulary), own[key])}
+        logger.info("init_from: action table %d -> %d rows by name", len(old_names), len(vocabulary))
     key = "patch_embedding.weight"
     if key in state and key in own and state[key].shape != own[key].shape:
         old, new = state[key], own[key]
@@ -498,7 +510,10 @@ class Trainer:
             weights = Path(cfg.init_from) / "diffusion_pytorch_model.safetensors"
             if not weights.is_file():
                 raise FileNotFoundError(f"init_from {cfg.init_from!r} has no {weights.name} (give an exported bundle)")
-            load_init_weights(self.lm.model, load_file(str(weights)))
+            init_info = Path(cfg.init_from) / "bundle.json"
+            init_vocab = (json.loads(init_info.read_text()).get("actions", {}).get("vocabulary")
+                          if init_info.is_file() else None)
+            load_init_weights(self.lm.model, load_file(str(weights)), cfg.actions.vocabulary, init_vocab)
         if self.lm.model.config.prediction == "anchor_residual" and (cfg.train.zero_head or not (
                 cfg.init_from and WanConfig.from_json(Path(cfg.init_from) / "config.json").prediction == "anchor_residual")):
             # a fresh change head: the stage starts as "repeat the last frame" (on an earlier stage's trunk)

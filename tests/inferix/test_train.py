@@ -1411,3 +1411,112 @@ def test_an_expert_that_starts_from_the_previous_frame_serves_only_its_contents_
     (main_dir / "bundle.json").write_text(json.dumps(info))
     with pytest.raises(ValueError, match=r"experts\['physics'\].start must be one of noise, anchor"):
         load_bundle(main_dir)
+
+
+# A camera at the origin looking along world +x with world +z up (OpenCV axes: x right = world -y,
+# y down = world -z, z forward = world +x), as a camera-to-world pose.
+_LOOK_ALONG_X = [[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+
+
+def test_a_world_delta_is_named_by_its_dominant_on_screen_direction() -> None:
+    from inferix.registry import action_direction, camera_frame_delta, directional_name, with_camera_delta
+
+    expect = {(0, 0, -0.1): "down", (0, 0, 0.1): "up", (0, -0.1, 0): "right", (0, 0.1, 0): "left",
+              (0.1, 0, 0): "away", (-0.1, 0, 0): "toward", (0.05, -0.02, -0.1): "down"}
+    for delta, word in expect.items():
+        assert action_direction(camera_frame_delta(delta, _LOOK_ALONG_X)) == word, delta
+    assert action_direction([0.0, 0.0, 0.0]) is None
+    action = {"name": "move_ee", "delta": [0.0, 0.0, -0.1]}
+    assert directional_name(action) is None  # no camera frame yet
+    moved = with_camera_delta(action, _LOOK_ALONG_X)
+    assert directional_name(moved) == "move_ee@down" and "delta_camera" not in action  # a copy
+    assert with_camera_delta(action, None) is action and with_camera_delta("LEFT", _LOOK_ALONG_X) == "LEFT"
+    assert with_camera_delta({"name": "grasp"}, _LOOK_ALONG_X) == {"name": "grasp"}
+
+
+def test_a_vocabulary_with_directional_names_picks_the_on_screen_direction_and_falls_back_to_the_plain_name(
+        toy_root: Path, tmp_path: Path) -> None:
+    """Serving (``ActionVocab`` / the bundle's ``MappedActionVocab``) and training data (``ClipDataset``,
+    which takes the camera from each case's first pose) map a ``move_ee`` to the same
+    ``move_ee@DIRECTION`` row; a direction the vocabulary does not list, or no camera, reads
+    ``move_ee``."""
+    import shutil
+
+    from inferix.registry import ActionVocab
+    from inferix.train.bundle import MappedActionVocab
+    from inferix.train.data import ClipDataset
+
+    names = ("idle", "move_ee", "grasp", "move_ee@down", "move_ee@up")
+    down = {"name": "move_ee", "delta": [0.0, 0.0, -0.1], "delta_camera": [0.0, 0.1, 0.02]}
+    right = {"name": "move_ee", "delta": [0.0, -0.1, 0.0], "delta_camera": [0.1, 0.0, 0.0]}
+    for vocab in (ActionVocab(names), MappedActionVocab(names, aliases={"noop": "idle"})):
+        assert vocab.id_of(down) == 3 and vocab.id_of(right) == 1
+        assert vocab.id_of({"name": "move_ee", "delta": [0.0, 0.0, -0.1]}) == 1 and vocab.id_of("grasp") == 2
+
+    root = tmp_path / "render"
+    shutil.copytree(toy_root, root)
+    deltas = [[0.0, 0.0, -0.1], [0.0, 0.0, 0.1], [0.0, -0.1, 0.0], None]  # down, up, right (unlisted), grasp
+    for i, path in enumerate(sorted((root / "cases").glob("*.json"))):
+        case = json.loads(path.read_text())
+        for ch, d in zip(case["chunks"], deltas, strict=True):
+            ch["action"] = {"name": "grasp"} if d is None else {"name": "move_ee", "delta": d}
+        if i == 0:
+            case["camera"] = {"intrinsics": [[32, 0, 16], [0, 32, 16], [0, 0, 1]], "trajectory": [_LOOK_ALONG_X]}
+        path.write_text(json.dumps(case))
+    cfg = toy_config(tmp_path, root)
+    cfg.actions.vocabulary = list(names)
+    ds = ClipDataset(cfg.data, cfg.actions, lambda hw, content: hw)
+    ids = {v.case_id: v.action_ids for v in ds.videos}
+    assert ids["toy-0"][[0, 4, 8, 12]].tolist() == [3, 4, 1, 2]
+    assert ids["toy-1"][[0, 4, 8, 12]].tolist() == [1, 1, 1, 2]  # no camera: the plain name
+
+
+def test_a_grown_vocabulary_starts_each_directional_name_as_its_plain_action(toy_root: Path, tmp_path: Path) -> None:
+    """``init_from`` a stage with fewer actions (``load_init_weights``) and ``extend_actions`` on a shipped
+    bundle both rebuild the action table by name: ``LEFT@down`` starts as ``LEFT``, so the grown model
+    generates exactly what the old one did; every other weight, and each expert's other tensors, are
+    unchanged; a name the bundle already has is refused."""
+    from safetensors.torch import load_file
+
+    from inferix.train.bundle import add_expert, extend_actions, load_bundle, remap_action_rows
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    table = torch.arange(6.0).reshape(3, 2)
+    grown = remap_action_rows(table, ["a", "b", "c"], ["c", "a", "b@up", "new"], torch.full((4, 2), -1.0))
+    assert grown.tolist() == [[4, 5], [0, 1], [2, 3], [-1, -1]]
+    with pytest.raises(ValueError, match="3 rows for 2 names"):
+        remap_action_rows(table, ["a", "b"], ["a"])
+
+    first = Trainer(toy_config(tmp_path / "s1", toy_root))
+    first.train_step()
+    old_dir = first.export()
+    raw = toy_config(tmp_path / "s2", toy_root).to_dict()
+    raw["init_from"] = str(old_dir)
+    raw["actions"]["vocabulary"] = [*raw["actions"]["vocabulary"], "LEFT@down", "RIGHT@up"]
+    second = Trainer(config_from_dict(raw))
+    t_old, t_new = first.ema.action_embedder.table.weight, second.lm.model.action_embedder.table.weight
+    assert torch.equal(t_new[:4], t_old) and torch.equal(t_new[4], t_old[2]) and torch.equal(t_new[5], t_old[3])
+
+    tuner_raw = toy_config(tmp_path / "t", toy_root).to_dict()
+    tuner_raw["init_from"] = str(old_dir)
+    tuner = Trainer(config_from_dict(tuner_raw))
+    tuner.train_step()
+    add_expert(old_dir, tuner.export(), "physics", ["robotics"], rank=2)
+    from inferix.cli import main
+
+    assert main(["actions", str(old_dir), "--add", "LEFT@down,RIGHT@up", "--out", str(tmp_path / "grown")]) == 0
+    new_dir = tmp_path / "grown"
+    old, new = load_bundle(old_dir), load_bundle(new_dir)
+    assert list(new.actions) == [*old.actions, "LEFT@down", "RIGHT@up"]
+    assert new.model.config.num_actions == 6
+    for o, n in ((old.model, new.model), (old.model_for("robotics"), new.model_for("robotics"))):
+        so, sn = o.state_dict(), n.state_dict()
+        key = "action_embedder.table.weight"
+        assert all(torch.equal(so[k], sn[k]) for k in so if k != key)
+        assert torch.equal(sn[key][:4], so[key]) and torch.equal(sn[key][4], so[key][2])
+    assert set(load_file(str(new_dir / "experts" / "physics.safetensors"))) == \
+        set(load_file(str(old_dir / "experts" / "physics.safetensors")))
+    with pytest.raises(ValueError, match="already in the vocabulary"):
+        extend_actions(new_dir, tmp_path / "again", ["LEFT@down"])
+    assert main(["actions", str(new_dir), "--add", "RIGHT@up"]) == 2  # the CLI names the error

@@ -375,3 +375,23 @@ def test_the_shipped_bundle_starts_physics_blocks_from_the_previous_frame_and_ro
     same = zip(lm.model_for("robotics.push").parameters(), lm.model_for("mechanics.bounce").parameters(), strict=True)
     assert all(torch.equal(a, b) for a, b in same)
     assert lm.model_for("robotics.push") is not lm.model and lm.model_for("gaming.maze") is lm.model
+
+
+def test_the_bridge_gives_a_structured_action_its_delta_in_the_case_cameras_frame(model, monkeypatch):
+    """A ``move_ee``-style action reaches the model with ``delta_camera`` (the world delta in the
+    camera frame of the case's first pose), which ``move_ee@DIRECTION`` vocabularies read; other
+    actions, and every action of a case without a camera, reach it unchanged."""
+    from worldolympiad.models.inferix import InferixModel
+    from worldolympiad.types import CameraSpec
+
+    seen = []
+    monkeypatch.setattr(InferixModel, "_check_action", lambda self, a: seen.append(a) or False)
+    # looking along world +x, world +z up: world down is screen down (OpenCV +y)
+    pose = ((0.0, 0.0, 1.0, 0.0), (-1.0, 0.0, 0.0, 0.0), (0.0, -1.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    actions = ({"name": "move_ee", "delta": [0.0, 0.0, -0.1]}, {"name": "grasp"})
+    case = _case(actions, num_frames=8, camera=CameraSpec(((16.0, 0.0, 8.0), (0.0, 16.0, 8.0), (0.0, 0.0, 1.0)), (pose,)))
+    list(model.rollout(case, controls_for(case)))
+    assert seen[0]["delta_camera"] == pytest.approx([0.0, 0.1, 0.0]) and seen[1] == {"name": "grasp"}
+    seen.clear()
+    list(model.rollout(_case(actions, num_frames=8), controls_for(_case(actions, num_frames=8))))
+    assert seen == list(actions)

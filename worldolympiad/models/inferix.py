@@ -28,7 +28,10 @@ What a case controls, and how:
 * **Actions** — the model's action vocabulary; an action it does not know is a
   :class:`ModelError` naming the action and the vocabulary, unless
   ``unknown_action="default"`` maps it to the model's default action (recorded in the
-  chunk metadata).
+  chunk metadata). A structured action with a world ``delta`` (``move_ee``) also carries
+  ``delta_camera``, the delta in the camera frame of the case's first pose, when the case has a
+  camera: a vocabulary listing ``move_ee@down``-style names picks the row for that on-screen
+  direction (``inferix.registry.directional_name``); others read the plain name.
 * **First frame** — the case's first frame is encoded and committed to the session's KV cache
   before the first block (image-to-video): ``case.conditioning`` (an image path) when the case
   has one, else frame 0 of its reference (a video file, or the simulator's render through the
@@ -95,8 +98,9 @@ class InferixModel(WorldModel):
 
     interactive: ClassVar[bool] = True
     # bumped when the bridge changes what a model is given (2: the first frame of cases without a
-    # conditioning image), so runs made before start anew instead of resuming their rows
-    BRIDGE_VERSION: ClassVar[int] = 2
+    # conditioning image; 3: structured actions' camera-frame delta), so runs made before start anew
+    # instead of resuming their rows
+    BRIDGE_VERSION: ClassVar[int] = 3
 
     @classmethod
     def fingerprint(cls, arg: str | None) -> str | None:
@@ -208,9 +212,10 @@ class InferixModel(WorldModel):
         ctl = next(it, None)
         if ctl is None:
             return
-        known = self._check_action(ctl.action)
+        action = self._camera_action(case, ctl.action)
+        known = self._check_action(action)
         sid = engine.add_session(ctl.caption or case.prompt, num_blocks=None, seed=seed,
-                                 action=ctl.action if (known and lm.action_encoder) else None,
+                                 action=action if (known and lm.action_encoder) else None,
                                  image_latents=self._first_image(case, latent_hw))
         leftover = np.zeros((0, *lm.pixel_hw(latent_hw), 3), np.uint8)
         try:
@@ -233,13 +238,25 @@ class InferixModel(WorldModel):
                 yield VideoChunk(ctl.index, frames, meta)
                 ctl = next(it, None)  # pulled only now: the next chunk's control is not seen earlier
                 if ctl is not None:
-                    known = self._check_action(ctl.action)
+                    action = self._camera_action(case, ctl.action)
+                    known = self._check_action(action)
                     if ctl.caption:
                         engine.set_prompt(sid, ctl.caption)
                     if lm.action_encoder is not None:
-                        engine.set_action(sid, ctl.action if known else None)
+                        engine.set_action(sid, action if known else None)
         finally:
             engine.cancel(sid)
+
+    @staticmethod
+    def _camera_action(case: Case, action: Any) -> Any:
+        """A structured action's world ``delta`` also in the camera frame of the case's first pose
+        (``delta_camera``), so a vocabulary with ``move_ee@down``-style entries can say which way it
+        moves on screen (:func:`inferix.registry.directional_name`); other actions unchanged."""
+        if case.camera is None or not len(case.camera.poses):
+            return action
+        from inferix.registry import with_camera_delta
+
+        return with_camera_delta(action, case.camera.poses[0])
 
     @staticmethod
     def _next_block(engine: Any, sid: str) -> Any:
