@@ -1061,7 +1061,7 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
                                   "reference_world_gpu3", "reference_world_gpu4",
                                   "reference_world_gpu5", "reference_world_cpu_obj6w", "reference_world_physics",
                                   "reference_world_physics_long", "reference_world_physics_long2",
-                                  "reference_world_ae"])
+                                  "reference_world_robotics_dir", "reference_world_ae"])
 def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
     """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
     every stage runs and the DiT loss falls within a few steps. Only data, output folder, step
