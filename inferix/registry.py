@@ -127,13 +127,17 @@ class ActionVocab:
     names: Sequence[str]
     default: str = "idle"
 
+    def directional_id(self, action: Any) -> int | None:
+        """The id of ``action``'s ``NAME@DIRECTION`` when the vocabulary lists it, else None."""
+        qualified = directional_name(action)
+        return list(self.names).index(qualified) if qualified is not None and qualified in self.names else None
+
     def id_of(self, action: Any) -> int:
         if action is None:
             action = self.default
         if isinstance(action, dict):
-            qualified = directional_name(action)
-            if qualified is not None and qualified in self.names:
-                return list(self.names).index(qualified)
+            if (i := self.directional_id(action)) is not None:
+                return i
             action = action.get("name", action.get("action"))
         if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
             if 0 <= int(action) < len(self.names):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inferix.registry import ActionVocab, HashedTextEncoder, LoadedModel, directional_name
+from inferix.registry import ActionVocab, HashedTextEncoder, LoadedModel
 
 if TYPE_CHECKING:
     import torch
@@ -57,9 +57,8 @@ class MappedActionVocab(ActionVocab):
 
     def id_of(self, action: Any) -> int:
         if isinstance(action, dict):
-            qualified = directional_name(action)
-            if qualified is not None and qualified in self.names:
-                return list(self.names).index(qualified)
+            if (i := self.directional_id(action)) is not None:
+                return i
             action = action.get("name", action.get("action"))
         if isinstance(action, str) and action not in self.names and action in self.aliases:
             action = self.aliases[action]
@@ -437,7 +436,7 @@ def remap_action_rows(table: torch.Tensor, old_names: list[str], new_names: list
 def extend_actions(bundle: str | Path, out: str | Path, names: list[str]) -> Path:
     """A copy of ``bundle`` whose vocabulary also lists ``names`` (appended): the main DiT's and every
     expert's action table grow by :func:`remap_action_rows`, so each new ``NAME@DIRECTION`` serves
-    exactly as ``NAME`` until a fine-tune (an expert) trains it.
+    exactly as ``NAME`` until a fine-tune (an expert) trains it; any other new name gets a zero row.
 
     Raises:
         ValueError: a name is already in the vocabulary, or the bundle has no action table.
@@ -471,8 +470,12 @@ def extend_actions(bundle: str | Path, out: str | Path, names: list[str]) -> Pat
         with safe_open(str(path), "pt") as f:
             meta = f.metadata()
         delta = load_file(str(path))
-        if f"{key}.delta" in delta:
-            delta[f"{key}.delta"] = remap_action_rows(delta[f"{key}.delta"].float(), old, new).half()
+        grown = False
+        for part in (f"{key}.delta", f"{key}.up"):  # a low-rank difference's rows are in its `up` factor
+            if part in delta:
+                delta[part] = remap_action_rows(delta[part].float(), old, new).half()
+                grown = True
+        if grown:
             save_file(delta, str(path), metadata=meta)
     info["actions"]["vocabulary"] = new
     (dst / BUNDLE_FILE).write_text(json.dumps(info, indent=2) + "\n")

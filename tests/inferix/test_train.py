@@ -1502,7 +1502,19 @@ def test_a_grown_vocabulary_starts_each_directional_name_as_its_plain_action(toy
     tuner_raw["init_from"] = str(old_dir)
     tuner = Trainer(config_from_dict(tuner_raw))
     tuner.train_step()
-    add_expert(old_dir, tuner.export(), "physics", ["robotics"], rank=2)
+    tuned_dir = tuner.export()
+    add_expert(old_dir, tuned_dir, "physics", ["robotics"], rank=2)  # its action table's difference whole
+    from safetensors.torch import save_file
+
+    from inferix.train.bundle import extract_delta
+
+    low = extract_delta(load_file(str(old_dir / "diffusion_pytorch_model.safetensors")),
+                        load_file(str(tuned_dir / "diffusion_pytorch_model.safetensors")), 2, dense=("proj_out.",))
+    assert "action_embedder.table.weight.up" in low  # an older file's low-rank table difference
+    save_file(low, str(old_dir / "experts" / "low.safetensors"))
+    info = json.loads((old_dir / "bundle.json").read_text())
+    info["experts"]["low"] = {"contents": ["mechanics"], "weights": "experts/low.safetensors"}
+    (old_dir / "bundle.json").write_text(json.dumps(info))
     from inferix.cli import main
 
     assert main(["actions", str(old_dir), "--add", "LEFT@down,RIGHT@up", "--out", str(tmp_path / "grown")]) == 0
@@ -1510,7 +1522,8 @@ def test_a_grown_vocabulary_starts_each_directional_name_as_its_plain_action(toy
     old, new = load_bundle(old_dir), load_bundle(new_dir)
     assert list(new.actions) == [*old.actions, "LEFT@down", "RIGHT@up"]
     assert new.model.config.num_actions == 6
-    for o, n in ((old.model, new.model), (old.model_for("robotics"), new.model_for("robotics"))):
+    for o, n in ((old.model, new.model), (old.model_for("robotics"), new.model_for("robotics")),
+                 (old.model_for("mechanics"), new.model_for("mechanics"))):
         so, sn = o.state_dict(), n.state_dict()
         key = "action_embedder.table.weight"
         assert all(torch.equal(so[k], sn[k]) for k in so if k != key)
