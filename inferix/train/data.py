@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from inferix.registry import directional_name, with_camera_delta
+from inferix.registry import ActionVocab, with_camera_delta
 
 if TYPE_CHECKING:
     import torch
@@ -206,6 +206,7 @@ class ClipDataset:
         self.vocab = list(actions.vocabulary)
         self.map = dict(actions.map)
         self.default = actions.default
+        self.directional = ActionVocab(self.vocab, self.default)  # its NAME@DIRECTION lookup, as served
         self.clip_frames = 1 + data.blocks_per_clip * data.block_frames
         self.crop = data.crop  # window side in pixels, 0 = whole frames (the trainer switches it per step)
         self.videos: list[VideoRecord] = []
@@ -243,9 +244,8 @@ class ClipDataset:
                 logger.warning("train.object_share_skip keys %s match no video", sorted(self.object_skip - known))
 
     def action_id(self, action: Any) -> int | None:
-        qualified = directional_name(action)
-        if qualified is not None and qualified in self.vocab:
-            return self.vocab.index(qualified)
+        if (i := self.directional.directional_id(action)) is not None:
+            return i
         name = _action_name(action)
         if name is None:
             return self.vocab.index(self.default)

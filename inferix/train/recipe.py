@@ -378,10 +378,10 @@ def load_init_weights(model: torch.nn.Module, state: dict[str, torch.Tensor],
     from inferix.train.bundle import remap_action_rows
 
     own = model.state_dict()
-    key = "action_embedder.table.weight"
-    if vocabulary is not None and key in state and key in own and state[key].shape != own[key].shape:
-        old_names = list(init_vocabulary) if init_vocabulary is not None else list(vocabulary)[: state[key].shape[0]]
-        state = {**state, key: remap_action_rows(state[key], old_names, list(vocabulary), own[key])}
+    table = "action_embedder.table.weight"
+    if vocabulary is not None and table in state and table in own and state[table].shape != own[table].shape:
+        old_names = list(init_vocabulary) if init_vocabulary is not None else list(vocabulary)[: state[table].shape[0]]
+        state = {**state, table: remap_action_rows(state[table], old_names, list(vocabulary), own[table])}
         logger.info("init_from: action table %d -> %d rows by name", len(old_names), len(vocabulary))
     key = "patch_embedding.weight"
     if key in state and key in own and state[key].shape != own[key].shape:
