@@ -248,8 +248,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_expert(args: argparse.Namespace) -> int:
-    from inferix.train.bundle import add_expert
+    from inferix.train.bundle import add_expert, expert_as_bundle
 
+    if args.export:
+        if args.tuned or args.contents:
+            raise ValueError("--export writes BUNDLE's expert --name as a plain bundle: give no TUNED or --contents")
+        out = expert_as_bundle(args.bundle, args.name, args.export)
+        print(f"expert {args.name!r} of {args.bundle} as a plain bundle: {out}")
+        return 0
+    if not args.tuned or not args.contents:
+        raise ValueError("give TUNED (the fine-tuned bundle) and --contents (what it serves), or --export OUT")
     contents = [c.strip() for c in args.contents.split(",") if c.strip()]
     try:
         steps = [float(t) for t in args.steps.split(",")] if args.steps else None
@@ -329,12 +337,21 @@ def build_parser() -> argparse.ArgumentParser:
                                    "scenes with `inferix train`) inside BUNDLE as the expert for CONTENTS: "
                                    "experts/NAME.safetensors holds the difference (each weight matrix's at rank "
                                    "RANK, float16) and bundle.json lists it. Engines serving a case of one of "
-                                   "CONTENTS then use the expert, every other case the main DiT.")
+                                   "CONTENTS then use the expert, every other case the main DiT. With --export OUT, "
+                                   "the other way: write BUNDLE's expert NAME as a plain bundle (the main DiT plus "
+                                   "the stored difference), e.g. as the init_from of a stage that trains it further.",
+                       epilog="examples:\n"
+                              "  inferix expert BUNDLE runs/physics/model --name physics --contents mechanics,thermal "
+                              "--steps 200 --start anchor\n"
+                              "  inferix expert inferix/weights/reference_world --name physics --export /tmp/expert",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("bundle", help="the bundle folder that gets the expert (changed in place)")
-    e.add_argument("tuned", help="the fine-tuned bundle folder (same architecture)")
+    e.add_argument("tuned", nargs="?", help="the fine-tuned bundle folder (same architecture)")
     e.add_argument("--name", required=True, help="expert name (its file name), e.g. physics")
-    e.add_argument("--contents", required=True,
+    e.add_argument("--contents",
                    help="comma-separated generators or families it serves, e.g. mechanics,thermal,robotics.pick")
+    e.add_argument("--export", metavar="OUT", default=None,
+                   help="write the bundle's expert --name as a plain bundle folder OUT instead (nothing is added)")
     e.add_argument("--rank", type=int, default=16, help="rank of each weight matrix's difference (default 16)")
     e.add_argument("--steps", default=None,
                    help="the expert's own denoising timesteps, comma-separated from 1000 down (e.g. 1000,500,200,50); "

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["BUNDLE_FILE", "BundleModel", "Expert", "MappedActionVocab", "TruncatingTextEncoder", "add_expert",
-           "apply_delta", "bundle_from_config", "extract_delta", "is_bundle", "load_bundle", "random_bundle",
-           "write_bundle"]
+           "apply_delta", "bundle_from_config", "expert_as_bundle", "extract_delta", "is_bundle", "load_bundle",
+           "random_bundle", "write_bundle"]
 
 BUNDLE_FILE = "bundle.json"
 
@@ -612,3 +612,35 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
     info.setdefault("experts", {})[name] = entry
     (b / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
     return out
+
+
+def expert_as_bundle(bundle: str | Path, name: str, out: str | Path) -> Path:
+    """Write ``bundle``'s expert ``name`` as a plain bundle at ``out``: the main DiT with the expert's
+    stored difference added (the weights the expert is served with), the bundle's ``config.json``, its
+    ``bundle.json`` without ``experts`` and its codec. The inverse of :func:`add_expert`, for a
+    training stage that starts from the expert as served (``init_from``). Returns ``out``.
+
+    Raises:
+        FileNotFoundError: ``bundle`` is not a bundle.
+        ValueError: it has no expert ``name`` (the message lists those it has).
+    """
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from inferix.models import build_model  # type: ignore[attr-defined]
+    from inferix.models.loading import save_pretrained
+
+    b, o = Path(bundle).expanduser(), Path(out).expanduser()
+    if not is_bundle(b):
+        raise FileNotFoundError(f"{str(b)!r} is not an Inferix model bundle ({BUNDLE_FILE} missing)")
+    info = json.loads((b / BUNDLE_FILE).read_text())
+    experts = info.pop("experts", None) or {}
+    if name not in experts:
+        raise ValueError(f"{b} has no expert {name!r} (it has: {', '.join(sorted(experts)) or 'none'})")
+    expert = apply_delta(build_model(str(b), device="cpu"), load_file(str(b / experts[name]["weights"])))
+    save_pretrained(expert, o)  # type: ignore[arg-type]
+    if (b / CODEC_DIR).is_dir():
+        shutil.copytree(b / CODEC_DIR, o / CODEC_DIR, dirs_exist_ok=True)
+    (o / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
+    return o

@@ -225,6 +225,16 @@ class OptimConfig:
             meets its own blurred, dimmed output as context and is taught to restore from it what
             the reference holds, instead of compounding it (what makes sprites and falling objects
             fade over a few blocks). Costs a no-grad rollout of up to K-1 blocks per step.
+        anchor_start: probability per noisy block (of the clips ``anchor_start_only`` selects) that
+            its input is the block's anchor (the clean frame before it) noised to
+            ``anchor_start_sigma``, instead of its own frames at the drawn level; the target stays
+            its own frames. That is what a model served with ``start: anchor`` meets
+            (``EngineConfig.start_from_anchor``, SDEdit per block) at its one step: trained only on
+            its own frames noised to 0.2, it reads such an input as "the frame is already here" and
+            keeps a falling ball where it was (session 42). 0 = off.
+        anchor_start_sigma: the noise level of those inputs: the serving's first timestep / 1000.
+        anchor_start_only: generators, families or scenarios (``data.weights`` keys) whose clips
+            get ``anchor_start``, e.g. the contents an expert serves from the anchor; empty = all.
         log_every, ckpt_every, eval_every: periods in steps (0 = never, except the final ones).
         eval_videos: videos the eval hook renders (generated with the sampler vs the reference).
         export_blend: share of the trained (EMA) weights in the exported bundle, the rest taken from
@@ -276,6 +286,9 @@ class OptimConfig:
     object_share_from_step: int = 0
     object_share_skip: list[str] = field(default_factory=list)
     rollout: float = 0.0
+    anchor_start: float = 0.0
+    anchor_start_sigma: float = 0.2
+    anchor_start_only: list[str] = field(default_factory=list)
     log_every: int = 10
     ckpt_every: int = 200
     eval_every: int = 0
@@ -414,6 +427,12 @@ def config_from_dict(raw: dict[str, Any], base: Path | None = None) -> TrainConf
     if not 0.0 <= cfg.train.object_share < 1.0:
         raise ValueError(f"train.object_share {cfg.train.object_share} is the objects' share of the loss weight: "
                          "give a value in [0, 1) (0 = off)")
+    if not 0.0 <= cfg.train.anchor_start <= 1.0:
+        raise ValueError(f"train.anchor_start {cfg.train.anchor_start} is a probability per block: give a value "
+                         "in [0, 1] (0 = off)")
+    if not 0.0 < cfg.train.anchor_start_sigma <= 1.0:
+        raise ValueError(f"train.anchor_start_sigma {cfg.train.anchor_start_sigma} is a noise level: give a value "
+                         "in (0, 1], the serving's first timestep / 1000 (0.2 for steps [200])")
     if cfg.train.context_noise_clean > 0 and not wan.anchor_level:
         logger.warning("train.context_noise_clean without model.anchor_level: the model is not told which "
                        "clips are clean, so it still has to denoise every anchor blindly")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +169,8 @@ class Clip:
         latents: ``float32 [B, C, F, h, w]`` cached codec latents (see :meth:`ClipDataset.encode_latents`).
         objects: ``float32 [B, 1, F, H, W]`` share of each pixel covered by a ground-truth object
             (zeros for a row whose video has no masks; ``None`` when the dataset reads no masks).
+        content_keys: per row, the ``data.weights``-style keys of its video (generator, family,
+            scenario), for per-content training settings (``train.anchor_start_only``).
     """
 
     pixels: torch.Tensor | None
@@ -178,6 +180,7 @@ class Clip:
     starts: list[int]
     latents: torch.Tensor | None = None
     objects: torch.Tensor | None = None
+    content_keys: list[tuple[str, ...]] = field(default_factory=list)
 
 
 class ClipDataset:
@@ -405,7 +408,7 @@ class ClipDataset:
         if self.object_masks:
             objects = self._objects(v, start, slice(None), slice(None))[None, None]
         return Clip(x, torch.from_numpy(self._block_actions(v, start))[None], [v.captions[start + 1]], [v.case_id],
-                    [start], objects=objects)
+                    [start], objects=objects, content_keys=[tuple(_weight_keys(v))])
 
     def _objects(self, v: VideoRecord, start: int, rows: slice, cols: slice) -> torch.Tensor:
         """``float32 [F, h, w]`` object cover of ``v``'s clip at ``start`` in the pixel window
@@ -422,7 +425,7 @@ class ClipDataset:
         import torch
 
         _, vids = self.draw_videos(batch_size, generator)
-        pix, acts, caps, ids, starts, objs = [], [], [], [], [], []
+        pix, acts, caps, ids, starts, objs, keys = [], [], [], [], [], [], []
         for vi in vids:
             v = self.videos[vi]
             s = int(torch.randint(0, len(v.frames) - self.clip_frames + 1, (1,), generator=generator))
@@ -445,10 +448,11 @@ class ClipDataset:
             acts.append(torch.from_numpy(a))
             caps.append("" if drop else v.captions[s + 1])
             ids.append(v.case_id)
+            keys.append(tuple(_weight_keys(v)))
             starts.append(s)
         objects = torch.stack(objs)[:, None] if objs else None  # [B, 1, F, H, W]
         if self.videos[vids[0]].latents is not None:
             z = torch.stack(pix).permute(0, 2, 1, 3, 4).contiguous()  # [B, C, F, h, w]
-            return Clip(None, torch.stack(acts), caps, ids, starts, latents=z, objects=objects)
+            return Clip(None, torch.stack(acts), caps, ids, starts, latents=z, objects=objects, content_keys=keys)
         x = torch.stack(pix).permute(0, 4, 1, 2, 3).float() / 127.5 - 1.0  # [B, 3, F, H, W]
-        return Clip(x, torch.stack(acts), caps, ids, starts, objects=objects)
+        return Clip(x, torch.stack(acts), caps, ids, starts, objects=objects, content_keys=keys)

@@ -279,7 +279,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
                            teacher_forcing: float, generator: torch.Generator,
                            context_noise: float = 0.0, motion_weight: float = 0.0,
                            rollout: float = 0.0, context_noise_clean: float = 0.0,
-                           object_share: float = 0.0, loss: str = "mse", huber_c: float = 0.01) -> torch.Tensor:
+                           object_share: float = 0.0, loss: str = "mse", huber_c: float = 0.01,
+                           anchor_start: float = 0.0, anchor_start_sigma: float = 0.2,
+                           anchor_start_rows: torch.Tensor | None = None) -> torch.Tensor:
     """The training loss of one batch (see the module docstring).
 
     Args:
@@ -302,6 +304,11 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
             where an object is or was a frame earlier; :func:`object_weights`). 0 = off.
         loss: the penalty on each element's error: ``mse``, ``l1`` or ``pseudo_huber`` with
             ``huber_c`` (:class:`~inferix.train.config.OptimConfig`).
+        anchor_start: probability per noisy block that its input is its anchor (the clean context
+            frame before it, the frame its anchor channels get) noised to ``anchor_start_sigma`` rather than its
+            own frames: the block as an expert served with ``start: anchor`` meets it. 0 = never.
+        anchor_start_sigma: that input's noise level.
+        anchor_start_rows: ``bool [B]``, the rows ``anchor_start`` may pick (``None`` = all).
     """
     import torch
 
@@ -323,11 +330,22 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
             use = own.repeat_interleave(block_frames, 1)[:, : n * block_frames].to(device)[:, None, :, None, None]
             ctx = x0.clone()
             ctx[:, :, 1 : 1 + n * block_frames] = torch.where(use, gen, x0[:, :, 1 : 1 + n * block_frames])
+    start = None
+    if anchor_start > 0:
+        pick = (torch.rand(b, blocks, generator=generator) < anchor_start) & (sig_b > 0)
+        if anchor_start_rows is not None:
+            pick &= anchor_start_rows.bool()[:, None]
+        sig_b = sig_b.masked_fill(pick, anchor_start_sigma)
+        start = torch.cat([torch.zeros(b, 1, dtype=torch.bool), pick.repeat_interleave(block_frames, 1)], 1)
     sig_f = torch.cat([torch.zeros(b, 1), sig_b.repeat_interleave(block_frames, 1)], 1).to(device)  # [B, F]
     draw = device_generator(generator, device)
     noise = torch.randn(x0.shape, generator=draw, device=device)
     s = sig_f[:, None, :, None, None]
-    x_t = (1 - s) * ctx + s * noise
+    base = ctx
+    if start is not None:  # those blocks start from their anchor: frame k * bf for block k
+        idx = torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
+        base = torch.where(start.to(device)[:, None, :, None, None], ctx[:, :, idx], ctx)
+    x_t = (1 - s) * base + s * noise
     seen = ctx
     std = torch.zeros(b)
     if context_noise > 0:  # corrupt the t = 0 context only; the targets stay the clean x0
@@ -580,7 +598,9 @@ class Trainer:
                                           generator=self.gen, context_noise=ctx_noise, motion_weight=motion,
                                           rollout=t.rollout, context_noise_clean=t.context_noise_clean,
                                           object_share=t.object_share if self.state.step >= t.object_share_from_step else 0.0,
-                                          loss=t.loss, huber_c=t.huber_c)
+                                          loss=t.loss, huber_c=t.huber_c, anchor_start=t.anchor_start,
+                                          anchor_start_sigma=t.anchor_start_sigma,
+                                          anchor_start_rows=self._rows_matching(clip, t.anchor_start_only))
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.lm.model.parameters(), t.grad_clip)
@@ -591,6 +611,17 @@ class Trainer:
         self.state.losses.append(value)
         del self.state.losses[:-1000]
         return value
+
+    @staticmethod
+    def _rows_matching(clip: Clip, keys: Sequence[str]) -> torch.Tensor | None:
+        """``bool [B]``: the rows whose video matches one of ``keys`` (generator, family or
+        scenario); ``None`` (every row) when ``keys`` is empty."""
+        import torch
+
+        if not keys:
+            return None
+        wanted = set(keys)
+        return torch.tensor([bool(wanted.intersection(k)) for k in clip.content_keys], dtype=torch.bool)
 
     def _update_ema(self) -> None:
         import torch

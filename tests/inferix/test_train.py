@@ -549,6 +549,53 @@ def test_previous_frame_recipe_anchors_each_block_on_the_frame_before_it(toy_roo
                                    base.ema(x, t, ctx, action=act), atol=1e-6, rtol=0)
 
 
+def test_anchor_start_feeds_a_block_its_anchor_noised_to_the_serving_level_for_the_named_contents(
+        toy_root: Path, tmp_path: Path) -> None:
+    """``train.anchor_start``: a picked block's input is its anchor (frame k * bf) noised to
+    ``anchor_start_sigma`` with the noise the block would have had, labelled at that level; rows that
+    ``anchor_start_only`` leaves out train exactly as without it."""
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer, diffusion_forcing_loss
+
+    raw = toy_config(tmp_path / "a", toy_root).to_dict()
+    raw["model"].update(previous_frame=True, prediction="anchor_residual")
+    tr = Trainer(config_from_dict(raw))
+    clip = tr.data.sample(2, torch.Generator().manual_seed(0))
+    x0 = tr.lm.codec.encode(clip.pixels)
+    seen: dict[str, torch.Tensor] = {}
+    orig = tr.lm.model.forward
+
+    def spy(*args, **kwargs):
+        seen["x_t"], seen["t"] = args[0].detach(), args[1].detach()
+        return orig(*args, **kwargs)
+
+    def inputs(rows: list[bool] | None, p: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        tr.lm.model.forward = spy
+        diffusion_forcing_loss(tr.lm, clip, 2, tr.text(clip.captions), shift=1.0, teacher_forcing=0.0,
+                               generator=torch.Generator().manual_seed(1), anchor_start=p, anchor_start_sigma=0.3,
+                               anchor_start_rows=None if rows is None else torch.tensor(rows))
+        del tr.lm.model.forward
+        return seen["x_t"], seen["t"]
+
+    x_own, t_own = inputs([False, False])  # the same draws, no block picked
+    s = (t_own / 1000.0)[:, None, :, None, None]
+    noise = (x_own[:, :, 1:] - (1 - s[:, :, 1:]) * x0[:, :, 1:]) / s[:, :, 1:]
+    x_all, t_all = inputs(None)
+    assert torch.all(t_all[:, 1:] == 300.0) and torch.all(t_all[:, 0] == 0.0)
+    anchors = x0[:, :, [0, 0, 2, 2]]  # block 0 (frames 1-2) starts from the prefix, block 1 from frame 2
+    torch.testing.assert_close(x_all[:, :, 1:], 0.7 * anchors + 0.3 * noise, atol=1e-4, rtol=0)
+    x_one, t_one = inputs([True, False])
+    torch.testing.assert_close(x_one[0], x_all[0])
+    assert torch.equal(x_one[1], x_own[1]) and torch.equal(t_one[1], t_own[1])
+    # anchor_start_only picks rows by generator, family or scenario (the toy videos are "gaming")
+    assert Trainer._rows_matching(clip, []) is None
+    assert Trainer._rows_matching(clip, ["gaming"]).tolist() == [True, True]
+    assert Trainer._rows_matching(clip, ["mechanics", "gaming.atari_pong"]).tolist() == [False, False]
+    raw["train"]["anchor_start"] = 1.5
+    with pytest.raises(ValueError, match="train.anchor_start"):
+        config_from_dict(raw)
+
+
 def test_rollout_trains_the_next_block_on_the_models_own_context(toy_root: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``train.rollout``: the first block of context is the model's own pipeline generation from the clean
@@ -1350,6 +1397,40 @@ def test_an_expert_serves_its_contents_with_the_fine_tune_and_every_other_conten
     (main_dir / "experts" / "physics.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="expert 'physics' names experts/physics.safetensors"):
         load_bundle(main_dir)
+
+
+def test_expert_export_writes_the_expert_as_served_as_a_plain_bundle_that_a_stage_can_start_from(
+        toy_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``inferix expert BUNDLE --name N --export OUT``: OUT is a plain bundle (no experts) whose DiT is
+    the one the bundle serves N's contents with, so ``init_from: OUT`` starts a stage there; a name
+    the bundle lacks, or TUNED given with --export, is refused by name."""
+    from inferix.cli import main
+    from inferix.train.bundle import load_bundle
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    main_dir = Trainer(toy_config(tmp_path / "m", toy_root)).export()
+    raw = toy_config(tmp_path / "t", toy_root).to_dict()
+    raw["init_from"] = str(main_dir)
+    tuner = Trainer(config_from_dict(raw))
+    tuner.train_step()
+    assert main(["expert", str(main_dir), str(tuner.export()), "--name", "physics", "--contents", "mechanics",
+                 "--rank", "2", "--steps", "200", "--start", "anchor"]) == 0
+    assert main(["expert", str(main_dir), "--name", "physics", "--export", str(tmp_path / "out")]) == 0
+    out = load_bundle(tmp_path / "out")
+    assert not out.experts and out.model_for("mechanics.bounce") is out.model
+    served = load_bundle(main_dir).model_for("mechanics.bounce").state_dict()
+    for name, w in out.model.state_dict().items():
+        assert torch.equal(w, served[name]), name
+    raw = toy_config(tmp_path / "s", toy_root).to_dict()
+    raw["init_from"] = str(tmp_path / "out")
+    staged = Trainer(config_from_dict(raw))
+    assert torch.equal(staged.lm.model.blocks[0].attn1.to_q.weight, served["blocks.0.attn1.to_q.weight"])
+    assert main(["expert", str(main_dir), "--name", "thermal", "--export", str(tmp_path / "x")]) != 0
+    assert "has no expert 'thermal' (it has: physics)" in capsys.readouterr().err
+    assert main(["expert", str(main_dir), str(main_dir), "--name", "physics", "--export", str(tmp_path / "x")]) != 0
+    assert "give no TUNED" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root: Path, tmp_path: Path) -> None:
