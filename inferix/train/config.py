@@ -231,7 +231,10 @@ class OptimConfig:
             its own frames. That is what a model served with ``start: anchor`` meets
             (``EngineConfig.start_from_anchor``, SDEdit per block) at its one step: trained only on
             its own frames noised to 0.2, it reads such an input as "the frame is already here" and
-            keeps a falling ball where it was (session 42). 0 = off.
+            keeps a falling ball where it was. Trained with it (session 42, 300-540 steps) the
+            physics expert moved the ball, but drew it as a streak from where it was to the floor
+            (one step from one frame predicts where the ball may be, not one place), and scored
+            below the shipped expert. 0 = off.
         anchor_start_sigma: the noise level of those inputs: the serving's first timestep / 1000.
         anchor_start_only: generators, families or scenarios (``data.weights`` keys) whose clips
             get ``anchor_start``, e.g. the contents an expert serves from the anchor; empty = all.
