@@ -620,6 +620,9 @@ class Trainer:
 
         if not keys:
             return None
+        if len(clip.content_keys) != len(clip.case_ids):
+            raise ValueError("train.anchor_start_only needs each clip row's content (Clip.content_keys, "
+                             "which ClipDataset.sample fills)")
         wanted = set(keys)
         return torch.tensor([bool(wanted.intersection(k)) for k in clip.content_keys], dtype=torch.bool)
 

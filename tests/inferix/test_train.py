@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -591,6 +592,8 @@ def test_anchor_start_feeds_a_block_its_anchor_noised_to_the_serving_level_for_t
     assert Trainer._rows_matching(clip, []) is None
     assert Trainer._rows_matching(clip, ["gaming"]).tolist() == [True, True]
     assert Trainer._rows_matching(clip, ["mechanics", "gaming.atari_pong"]).tolist() == [False, False]
+    with pytest.raises(ValueError, match="Clip.content_keys"):
+        Trainer._rows_matching(dataclasses.replace(clip, content_keys=[]), ["gaming"])
     raw["train"]["anchor_start"] = 1.5
     with pytest.raises(ValueError, match="train.anchor_start"):
         config_from_dict(raw)
