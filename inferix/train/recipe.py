@@ -17,6 +17,8 @@ clip's std, it must then denoise every anchor blindly, and smooths a clean one a
 ``train.context_noise_clean`` leaves a share of clips clean.
 With ``train.rollout`` the leading context blocks of some clips are the model's own few-step
 generation instead — :func:`rollout_context`, scheduled sampling on the context.)
+With ``train.anchor_start`` some noisy blocks start from their anchor noised to the serving's level
+instead of from their own frames: how an expert served with ``start: anchor`` meets them.
 
 With ``model.previous_frame: true`` the DiT's input also carries, per frame, the clean frame before
 its block (``anchor``: frame ``k * bf`` for block k, the prefix for itself — what the engine feeds
@@ -73,7 +75,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainState", "Trainer", "block_forward", "param_groups", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
+__all__ = ["TrainState", "Trainer", "anchor_frames", "block_forward", "param_groups", "device_generator", "diffusion_forcing_loss", "export_checkpoint",
            "object_weights", "still_anchor_error", "teacher_forced_error", "train"]
 
 
@@ -126,6 +128,14 @@ def rollout_context(lm: LoadedModel, clip: Clip, x0: torch.Tensor, block_frames:
     return res.latents[:, :, 1:].to(x0.dtype)
 
 
+def anchor_frames(blocks: int, block_frames: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Per frame of a clip (a prefix + ``blocks`` blocks), the index of its anchor: the clean frame
+    before its block (frame ``k * bf`` for block k; the prefix is its own), what generation feeds."""
+    import torch
+
+    return torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
+
+
 def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any, actions: torch.Tensor,
                   seen: torch.Tensor, block_frames: int, offset: int = 0,
                   anchor_level: torch.Tensor | None = None) -> torch.Tensor:
@@ -145,8 +155,7 @@ def block_forward(model: Any, x_t: torch.Tensor, sig_f: torch.Tensor, text: Any,
     blocks = (f - 1) // block_frames
     anchor = None
     if model.config.conditions_on_previous_frame:
-        idx = torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
-        anchor = seen[:, :, idx]
+        anchor = seen[:, :, anchor_frames(blocks, block_frames, device)]
     pos = (torch.arange(f, device=device) + offset).expand(b, f)
     ph, pw = model.config.patch_size[1:]
     backend = BlockCausalAttention([1] + [block_frames] * blocks, (h // ph) * (w // pw))
@@ -305,7 +314,7 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
         loss: the penalty on each element's error: ``mse``, ``l1`` or ``pseudo_huber`` with
             ``huber_c`` (:class:`~inferix.train.config.OptimConfig`).
         anchor_start: probability per noisy block that its input is its anchor (the clean context
-            frame before it, the frame its anchor channels get) noised to ``anchor_start_sigma`` rather than its
+            frame before it, :func:`anchor_frames`) noised to ``anchor_start_sigma`` rather than its
             own frames: the block as an expert served with ``start: anchor`` meets it. 0 = never.
         anchor_start_sigma: that input's noise level.
         anchor_start_rows: ``bool [B]``, the rows ``anchor_start`` may pick (``None`` = all).
@@ -342,9 +351,9 @@ def diffusion_forcing_loss(lm: LoadedModel, clip: Clip, block_frames: int, text:
     noise = torch.randn(x0.shape, generator=draw, device=device)
     s = sig_f[:, None, :, None, None]
     base = ctx
-    if start is not None:  # those blocks start from their anchor: frame k * bf for block k
-        idx = torch.tensor([0] + [k * block_frames for k in range(blocks) for _ in range(block_frames)], device=device)
-        base = torch.where(start.to(device)[:, None, :, None, None], ctx[:, :, idx], ctx)
+    if start is not None:  # those blocks start from their anchor
+        anchors = ctx[:, :, anchor_frames(blocks, block_frames, device)]
+        base = torch.where(start.to(device)[:, None, :, None, None], anchors, ctx)
     x_t = (1 - s) * base + s * noise
     seen = ctx
     std = torch.zeros(b)
