@@ -621,26 +621,21 @@ def expert_as_bundle(bundle: str | Path, name: str, out: str | Path) -> Path:
     training stage that starts from the expert as served (``init_from``). Returns ``out``.
 
     Raises:
-        FileNotFoundError: ``bundle`` is not a bundle.
+        FileNotFoundError: ``bundle`` is not a bundle (or lacks a file it names).
         ValueError: it has no expert ``name`` (the message lists those it has).
     """
     import shutil
 
-    from safetensors.torch import load_file
-
-    from inferix.models import build_model  # type: ignore[attr-defined]
     from inferix.models.loading import save_pretrained
 
     b, o = Path(bundle).expanduser(), Path(out).expanduser()
-    if not is_bundle(b):
-        raise FileNotFoundError(f"{str(b)!r} is not an Inferix model bundle ({BUNDLE_FILE} missing)")
-    info = json.loads((b / BUNDLE_FILE).read_text())
-    experts = info.pop("experts", None) or {}
+    experts = load_bundle(b).experts  # the expert as served: validated entry, difference applied
     if name not in experts:
         raise ValueError(f"{b} has no expert {name!r} (it has: {', '.join(sorted(experts)) or 'none'})")
-    expert = apply_delta(build_model(str(b), device="cpu"), load_file(str(b / experts[name]["weights"])))
-    save_pretrained(expert, o)  # type: ignore[arg-type]
+    save_pretrained(experts[name].model, o)
     if (b / CODEC_DIR).is_dir():
         shutil.copytree(b / CODEC_DIR, o / CODEC_DIR, dirs_exist_ok=True)
+    info = json.loads((b / BUNDLE_FILE).read_text())
+    info.pop("experts", None)
     (o / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
     return o
