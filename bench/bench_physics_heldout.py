@@ -17,7 +17,13 @@ show what a rollout keeps after three times as many blocks.
 Usage::
 
     python bench/bench_physics_heldout.py [--models repeat-first-frame,inferix:reference-world]
-        [--per-generator 1] [--seeds 0] [--out bench/_out/physics_heldout] [--json F]
+        [--per-generator 1] [--skip 0] [--families thermal,material] [--seeds 0]
+        [--out bench/_out/physics_heldout] [--json F]
+
+``--skip 1 --families thermal,material`` is the quick check of a change aimed at some families: each
+generator's second case (scenario seed 1, which no smoke case of those families has), those families only (10
+cases, about 7 minutes per generated model on 2 cores). Session 43 found a serving that won smoke's
+thermal and material cases over five seeds and lost there.
 
 About 10 minutes per generated model and seed at ``--per-generator 1`` (21 cases) on 2 idle CPU
 cores with AMX (session 38: 611 s); the baseline takes under a minute. Prints numbers; asserts
@@ -29,26 +35,35 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 
-def heldout_cases(per_generator: int) -> list:
-    """The first ``per_generator`` physics cases of each generator of ``standard``, in suite order."""
+def heldout_cases(per_generator: int, skip: int = 0, families: Sequence[str] = ()) -> list:
+    """``per_generator`` physics cases of each generator of ``standard``, in suite order, after its
+    first ``skip``; only the generator families in ``families`` (e.g. ``thermal``) when given."""
     from collections import Counter
 
     from worldolympiad.suites import load_suite
 
-    taken: Counter[str] = Counter()
+    physics = [c for c in load_suite("standard").cases if "physics" in c.tracks]
+    known = sorted({c.metadata.get("generator", c.id).split(".")[0] for c in physics})
+    unknown = sorted(set(families) - set(known))
+    if unknown:
+        raise SystemExit(f"--families {','.join(unknown)}: no such physics family in standard; use some of {','.join(known)}")
+    seen: Counter[str] = Counter()
     cases = []
-    for c in load_suite("standard").cases:
+    for c in physics:
         gen = c.metadata.get("generator", c.id)
-        if "physics" in c.tracks and taken[gen] < per_generator:
-            taken[gen] += 1
+        if families and gen.split(".")[0] not in families:
+            continue
+        seen[gen] += 1
+        if skip < seen[gen] <= skip + per_generator:
             cases.append(c)
     if not cases:
-        raise SystemExit("no standard physics case matches; check --per-generator (>= 1)")
+        raise SystemExit("no standard physics case matches; check --per-generator (>= 1) and --skip")
     return cases
 
 
@@ -57,6 +72,11 @@ def main() -> None:
     ap.add_argument("--models", default="repeat-first-frame,inferix:reference-world",
                     help="comma-separated model SPECs; the first is the baseline of the ratios")
     ap.add_argument("--per-generator", type=int, default=1, help="cases per physics generator (default 1)")
+    ap.add_argument("--skip", type=int, default=0,
+                    help="skip each generator's first N cases (default 0; --skip 1 starts at scenario seed 1, "
+                         "which only smoke's pick case has)")
+    ap.add_argument("--families", default="",
+                    help="comma-separated generator families to keep, e.g. thermal,material (default: all)")
     ap.add_argument("--seeds", default="0", help="comma-separated generation seeds (default 0)")
     ap.add_argument("--out", default="bench/_out/physics_heldout", help="run directories (resumable)")
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
@@ -66,8 +86,11 @@ def main() -> None:
     from worldolympiad.suites import write_suite
 
     out = Path(args.out)
-    suite = write_suite(out / "physics_heldout.json", "physics_heldout", heldout_cases(args.per_generator),
-                        description=f"standard physics cases, {args.per_generator} per generator (held out from smoke)")
+    families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    tag = f"physics_heldout{'_skip%d' % args.skip if args.skip else ''}{'_' + '_'.join(families) if families else ''}"
+    suite = write_suite(out / f"{tag}.json", tag, heldout_cases(args.per_generator, args.skip, families),
+                        description=f"standard physics cases, {args.per_generator} per generator after its first "
+                                    f"{args.skip} (held out from smoke)")
     seeds = [int(s) for s in args.seeds.split(",")]
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     scores: dict[str, dict[str, float | None]] = {}
@@ -99,7 +122,8 @@ def main() -> None:
     print(f"seeds {seeds}; wall s: " + ", ".join(f"{m} {wall[m]:.0f}" for m in models))
     if args.json:
         Path(args.json).write_text(json.dumps({"cases": cases, "seeds": seeds, "per_case": scores, "mean": means,
-                                               "wall_s": wall, "per_generator": args.per_generator}, indent=2))
+                                               "wall_s": wall, "per_generator": args.per_generator,
+                                               "skip": args.skip, "families": list(families)}, indent=2))
 
 
 if __name__ == "__main__":

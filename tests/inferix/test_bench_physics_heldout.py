@@ -27,3 +27,15 @@ def test_the_heldout_physics_cases_cover_every_physics_generator_of_standard_rob
     assert {"robotics.push", "robotics.pick"} <= generators(held)
     assert generators(load_suite("smoke").cases) <= generators(held)
     assert len(bench.heldout_cases(2)) == 2 * len(held)
+
+
+def test_skip_and_families_pick_the_later_cases_of_the_named_families_only(bench) -> None:
+    first, later = bench.heldout_cases(1), bench.heldout_cases(1, skip=1)
+    assert {c.metadata["generator"] for c in later} == {c.metadata["generator"] for c in first}
+    assert not {c.id for c in later} & {c.id for c in first}
+    assert {c.metadata["seed"] for c in later} == {1}  # each generator's second case, scenario seed 1
+    warm = bench.heldout_cases(1, skip=1, families=("thermal", "material"))
+    assert {c.metadata["generator"].split(".")[0] for c in warm} == {"thermal", "material"}
+    assert len(warm) == 10 and {c.id for c in warm} <= {c.id for c in later}
+    with pytest.raises(SystemExit, match="no such physics family"):
+        bench.heldout_cases(1, families=("thermals",))
