@@ -87,7 +87,7 @@ def main() -> None:
 
     out = Path(args.out)
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
-    tag = f"physics_heldout{'_skip%d' % args.skip if args.skip else ''}{'_' + '_'.join(families) if families else ''}"
+    tag = "physics_heldout" + (f"_skip{args.skip}" if args.skip else "") + "".join(f"_{f}" for f in families)
     suite = write_suite(out / f"{tag}.json", tag, heldout_cases(args.per_generator, args.skip, families),
                         description=f"standard physics cases, {args.per_generator} per generator after its first "
                                     f"{args.skip} (held out from smoke)")
