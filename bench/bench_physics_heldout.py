@@ -48,6 +48,8 @@ def heldout_cases(per_generator: int, skip: int = 0, families: Sequence[str] = (
 
     from worldolympiad.suites import load_suite
 
+    if per_generator < 1 or skip < 0:
+        raise SystemExit(f"--per-generator must be >= 1 and --skip >= 0 (got {per_generator}, {skip})")
     physics = [c for c in load_suite("standard").cases if "physics" in c.tracks]
     known = sorted({c.metadata.get("generator", c.id).split(".")[0] for c in physics})
     unknown = sorted(set(families) - set(known))
@@ -63,7 +65,7 @@ def heldout_cases(per_generator: int, skip: int = 0, families: Sequence[str] = (
         if skip < seen[gen] <= skip + per_generator:
             cases.append(c)
     if not cases:
-        raise SystemExit("no standard physics case matches; check --per-generator (>= 1) and --skip")
+        raise SystemExit(f"no standard physics case matches: no generator has more than --skip {skip} cases")
     return cases
 
 
@@ -89,8 +91,8 @@ def main() -> None:
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
     tag = "physics_heldout" + (f"_skip{args.skip}" if args.skip else "") + "".join(f"_{f}" for f in families)
     suite = write_suite(out / f"{tag}.json", tag, heldout_cases(args.per_generator, args.skip, families),
-                        description=f"standard physics cases, {args.per_generator} per generator after its first "
-                                    f"{args.skip} (held out from smoke)")
+                        description=f"standard physics cases, {args.per_generator} per generator"
+                                    + (f" after its first {args.skip}" if args.skip else "") + " (held out from smoke)")
     seeds = [int(s) for s in args.seeds.split(",")]
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     scores: dict[str, dict[str, float | None]] = {}

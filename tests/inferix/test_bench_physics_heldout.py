@@ -39,3 +39,5 @@ def test_skip_and_families_pick_the_later_cases_of_the_named_families_only(bench
     assert len(warm) == 10 and {c.id for c in warm} <= {c.id for c in later}
     with pytest.raises(SystemExit, match="no such physics family"):
         bench.heldout_cases(1, families=("thermals",))
+    with pytest.raises(SystemExit, match="--skip"):
+        bench.heldout_cases(1, skip=-1)
