@@ -50,15 +50,14 @@ def heldout_cases(per_generator: int, skip: int = 0, families: Sequence[str] = (
 
     if per_generator < 1 or skip < 0:
         raise SystemExit(f"--per-generator must be >= 1 and --skip >= 0 (got {per_generator}, {skip})")
-    physics = [c for c in load_suite("standard").cases if "physics" in c.tracks]
-    known = sorted({c.metadata.get("generator", c.id).split(".")[0] for c in physics})
+    physics = [(c, c.metadata.get("generator", c.id)) for c in load_suite("standard").cases if "physics" in c.tracks]
+    known = sorted({gen.split(".")[0] for _, gen in physics})
     unknown = sorted(set(families) - set(known))
     if unknown:
         raise SystemExit(f"--families {','.join(unknown)}: no such physics family in standard; use some of {','.join(known)}")
     seen: Counter[str] = Counter()
     cases = []
-    for c in physics:
-        gen = c.metadata.get("generator", c.id)
+    for c, gen in physics:
         if families and gen.split(".")[0] not in families:
             continue
         seen[gen] += 1
