@@ -263,9 +263,11 @@ def cmd_expert(args: argparse.Namespace) -> int:
         steps = [float(t) for t in args.steps.split(",")] if args.steps else None
     except ValueError:
         raise ValueError(f"--steps takes comma-separated timesteps such as 1000,500,200,50, got {args.steps!r}") from None
-    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank, steps=steps, start=args.start)
+    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank, steps=steps, start=args.start,
+                     base=args.base)
     own = f", steps {','.join(f'{t:g}' for t in steps)}" if steps else ""
     own += ", blocks start from the previous frame" if args.start == "anchor" else ""
+    own += f", on top of expert {args.base!r}" if args.base else ""
     print(f"expert {args.name!r} for {', '.join(contents)}: {out} ({out.stat().st_size / 2**20:.2f} MiB, "
           f"rank {args.rank}{own})")
     return 0
@@ -343,7 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="examples:\n"
                               "  inferix expert BUNDLE runs/physics/model --name physics --contents mechanics,thermal "
                               "--steps 200 --start anchor\n"
-                              "  inferix expert inferix/weights/reference_world --name physics --export /tmp/expert",
+                              "  inferix expert inferix/weights/reference_world --name physics --export /tmp/expert\n"
+                              "  inferix expert BUNDLE runs/melting/model --name melting --contents thermal.melting "
+                              "--base physics --rank 8 --steps 200 --start anchor",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("bundle", help="the bundle folder that gets the expert (changed in place)")
     e.add_argument("tuned", nargs="?", help="the fine-tuned bundle folder (same architecture)")
@@ -359,6 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--start", choices=EXPERT_STARTS, default="noise",
                    help="what each block starts from: pure noise (default), or the previous frame noised to the "
                         "first of --steps, which may then start below 1000 (e.g. --steps 200 --start anchor)")
+    e.add_argument("--base", default=None, metavar="EXPERT",
+                   help="TUNED is a fine-tune of this expert of BUNDLE (as --export writes it): store the "
+                        "difference to that expert's DiT, a smaller file at a lower --rank")
 
     a = sub.add_parser("actions", help="add action names to a bundle's vocabulary",
                        description="Append action names to BUNDLE's vocabulary and grow the action table of its "

@@ -12,7 +12,9 @@ Layout of an exported model (what ``inferix/weights/reference_world/`` ships)::
                                          (inferix.models.tiny_ae: diffusers AutoencoderTiny, safetensors)
     experts/NAME.safetensors             an expert DiT for some contents, as a difference to the main
                                          DiT (bundle.json ``experts``: ``{NAME: {"contents": [...],
-                                         "weights": "experts/NAME.safetensors"}}``; :func:`add_expert`)
+                                         "weights": "experts/NAME.safetensors"}}``; :func:`add_expert`),
+                                         or to another expert's DiT (``"base": OTHER``: a fine-tune of
+                                         that expert, stored as its own smaller difference)
     MODEL_CARD.md                        data, steps, wall time, hardware, scores
 
 :func:`load_bundle` turns that folder into the :class:`~inferix.registry.LoadedModel` the engine
@@ -78,6 +80,8 @@ class Expert:
         start_from_anchor: each block starts from the previous frame noised to the first of
             ``timesteps`` rather than from pure noise (``experts.NAME.start: "anchor"``;
             ``EngineConfig.start_from_anchor``).
+        base: the expert whose DiT this one's stored difference applies to (``experts.NAME.base``),
+            or None for the main DiT.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Expert:
     model: Any
     timesteps: tuple[float, ...] | None = None
     start_from_anchor: bool = False
+    base: str | None = None
 
 
 @dataclass
@@ -510,15 +515,41 @@ def apply_delta(model: torch.nn.Module, delta: Mapping[str, torch.Tensor]) -> to
     return expert.eval()
 
 
+def _expert_order(raw: Mapping[str, Any]) -> list[str]:
+    """The entries' names, each after the expert its ``base`` names (which must be another entry).
+
+    Raises:
+        ValueError: a ``base`` names no entry, or the bases form a cycle.
+    """
+    order: list[str] = []
+    for name in raw:
+        chain: list[str] = []
+        at: str | None = str(name)
+        while at is not None and at not in order:
+            if at in chain:
+                raise ValueError(f"{BUNDLE_FILE}: experts {' -> '.join([*chain, at])}: the bases form a cycle")
+            chain.append(at)
+            base = (raw[at] or {}).get("base")
+            if base is not None and (not isinstance(base, str) or base not in raw):
+                raise ValueError(f"{BUNDLE_FILE}: experts[{at!r}].base must name another expert of the bundle "
+                                 f"(it has: {', '.join(sorted(raw))}), got {base!r}")
+            at = base
+        order.extend(reversed(chain))
+    return order
+
+
 def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
     """``bundle.json``'s ``experts`` (``{name: {"contents": [...], "weights": FILE, "steps": [...],
-    "start": "noise" | "anchor"}}``, ``steps`` and ``start`` optional), loaded. Entries that name
-    the same weights file (one fine-tune served two ways) share one DiT."""
+    "start": "noise" | "anchor", "base": OTHER}}``, ``steps``, ``start`` and ``base`` optional),
+    loaded. Entries that name the same weights file on the same base (one fine-tune served two
+    ways) share one DiT; an entry with a ``base`` adds its difference to that expert's DiT."""
     from safetensors.torch import load_file
 
     experts: dict[str, Expert] = {}
-    dits: dict[Path, Any] = {}
-    for name, entry in (raw or {}).items():
+    dits: dict[tuple[Path, str | None], Any] = {}
+    raw = raw or {}
+    for name in _expert_order(raw):
+        entry = raw[name]
         contents, weights = (entry or {}).get("contents"), (entry or {}).get("weights")
         if not (isinstance(contents, list) and contents and all(isinstance(c, str) for c in contents)
                 and isinstance(weights, str)):
@@ -529,10 +560,12 @@ def _experts(raw: Any, folder: Path, model: Any) -> dict[str, Expert]:
             raise FileNotFoundError(f"{BUNDLE_FILE}: expert {name!r} names {weights}, which is not in {folder}")
         steps, start = (entry or {}).get("steps"), (entry or {}).get("start", "noise")
         from_anchor = _expert_start(name, start, steps)
-        if path not in dits:
-            dits[path] = apply_delta(model, load_file(str(path)))
-        experts[str(name)] = Expert(str(name), tuple(contents), dits[path],
-                                    None if steps is None else _expert_steps(name, steps, from_anchor), from_anchor)
+        base = (entry or {}).get("base")
+        if (path, base) not in dits:
+            dits[(path, base)] = apply_delta(model if base is None else experts[base].model, load_file(str(path)))
+        experts[str(name)] = Expert(str(name), tuple(contents), dits[(path, base)],
+                                    None if steps is None else _expert_steps(name, steps, from_anchor), from_anchor,
+                                    base)
     return experts
 
 
@@ -569,17 +602,20 @@ def _expert_steps(name: str, steps: Any, from_anchor: bool = False) -> tuple[flo
 
 
 def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[str], rank: int = 16,
-               steps: list[float] | None = None, start: str = "noise") -> Path:
+               steps: list[float] | None = None, start: str = "noise", base: str | None = None) -> Path:
     """Make the exported bundle ``tuned`` (a fine-tune of ``bundle``'s DiT, e.g. on physics scenes) an
     expert of ``bundle`` for ``contents``: writes ``experts/NAME.safetensors`` (:func:`extract_delta`
     at ``rank``) and lists it in ``bundle.json``, with its own step list ``steps`` when given (else
     it samples with the bundle's) and, with ``start="anchor"``, blocks that start from the previous
-    frame noised to ``steps[0]``. Returns the file written.
+    frame noised to ``steps[0]``. With ``base``, ``tuned`` is a fine-tune of that expert as served
+    (``expert_as_bundle``): the difference is taken to its DiT, so a short fine-tune of an expert
+    costs a small file rather than the whole expert again. Returns the file written.
 
     Raises:
         ValueError: the two DiTs differ in architecture, ``contents`` is empty, another expert
-            already serves one of ``contents``, or ``steps`` is not a step list from 1000 down
-            (from below 1000 with ``start="anchor"``, which needs ``steps``).
+            already serves one of ``contents``, ``base`` is not another expert of the bundle, or
+            ``steps`` is not a step list from 1000 down (from below 1000 with ``start="anchor"``,
+            which needs ``steps``).
     """
     from safetensors.torch import load_file, save_file
 
@@ -599,8 +635,14 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
     taken = {c: n for n, e in info.get("experts", {}).items() if n != name for c in e["contents"]}
     if clash := sorted(c for c in contents if c in taken):
         raise ValueError(f"expert {taken[clash[0]]!r} already serves {', '.join(clash)}")
-    delta = extract_delta(load_file(str(b / "diffusion_pytorch_model.safetensors")),
-                          load_file(str(t / "diffusion_pytorch_model.safetensors")), rank)
+    if base is None:
+        start_weights = load_file(str(b / "diffusion_pytorch_model.safetensors"))
+    else:
+        if base == name or base not in info.get("experts", {}):
+            raise ValueError(f"base {base!r} is not another expert of {b} "
+                             f"(it has: {', '.join(sorted(set(info.get('experts', {})) - {name})) or 'none'})")
+        start_weights = {k: v.detach().cpu() for k, v in load_bundle(b).experts[base].model.state_dict().items()}
+    delta = extract_delta(start_weights, load_file(str(t / "diffusion_pytorch_model.safetensors")), rank)
     out = b / EXPERTS_DIR / f"{name}.safetensors"
     out.parent.mkdir(exist_ok=True)
     save_file(delta, str(out), metadata={"format": DELTA_FORMAT, "rank": str(rank), "from": t.name})
@@ -609,6 +651,8 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
         entry["steps"] = list(own_steps)
     if from_anchor:
         entry["start"] = "anchor"
+    if base is not None:
+        entry["base"] = base
     info.setdefault("experts", {})[name] = entry
     (b / BUNDLE_FILE).write_text(json.dumps(info, indent=2))
     return out

@@ -1497,6 +1497,73 @@ def test_an_expert_that_starts_from_the_previous_frame_serves_only_its_contents_
         load_bundle(main_dir)
 
 
+def test_an_expert_on_top_of_another_stores_only_its_own_difference_and_serves_the_fine_tune_of_that_expert(
+        toy_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``inferix expert --base OTHER``: a fine-tune of an expert as served (``--export``) is stored as
+    its difference to that expert's DiT, not to the main one, so a low rank keeps it: its contents get
+    the fine-tune back (a generator it names before the base's family), the base's other contents the
+    base, the rest the main DiT; the entry order in bundle.json does not matter; a base that is not
+    another expert, or bases in a cycle, are refused by name."""
+    from safetensors.torch import load_file
+
+    from inferix.cli import main
+    from inferix.train.bundle import add_expert, load_bundle
+    from inferix.train.config import config_from_dict
+    from inferix.train.recipe import Trainer
+
+    def fine_tune(start: Path, tag: str, steps: int) -> Path:
+        raw = toy_config(tmp_path / tag, toy_root).to_dict()
+        raw["init_from"] = str(start)
+        tuner = Trainer(config_from_dict(raw))
+        for _ in range(steps):
+            tuner.train_step()
+        return tuner.export()
+
+    main_dir = Trainer(toy_config(tmp_path / "m", toy_root)).export()
+    assert main(["expert", str(main_dir), str(fine_tune(main_dir, "p", 2)), "--name", "physics",
+                 "--contents", "thermal", "--rank", "64"]) == 0
+    assert main(["expert", str(main_dir), "--name", "physics", "--export", str(tmp_path / "phys")]) == 0
+    melt_dir = fine_tune(tmp_path / "phys", "melt", 1)
+    melt = load_bundle(melt_dir).model.state_dict()
+    assert main(["expert", str(main_dir), str(melt_dir), "--name", "melting", "--contents", "thermal.melting",
+                 "--base", "physics", "--rank", "1", "--steps", "200", "--start", "anchor"]) == 0
+    assert "on top of expert 'physics'" in capsys.readouterr().out
+
+    lm = load_bundle(main_dir)
+    physics = lm.experts["physics"].model.state_dict()
+    name = "blocks.0.attn1.to_q.weight"
+    stored = load_file(str(main_dir / "experts" / "melting.safetensors"))
+    best = torch.linalg.svdvals(melt[name] - physics[name])  # the difference to the base, at rank 1
+    got = lm.model_for("thermal.melting").state_dict()[name]
+    assert float(torch.linalg.norm(got - melt[name])) == pytest.approx(float(best[1:].norm()), rel=0.05, abs=1e-4)
+    assert float(torch.linalg.norm(got - melt[name])) < float(torch.linalg.norm(physics[name] - melt[name]))
+    assert tuple(stored[f"{name}.up"].shape) == (melt[name].shape[0], 1)
+    assert lm.model_for("thermal.freezing") is lm.experts["physics"].model
+    assert lm.model_for("gaming.maze") is lm.model
+    assert lm.engine_config((8, 8), content="thermal.melting").start_from_anchor
+    assert not lm.engine_config((8, 8), content="thermal.freezing").start_from_anchor
+
+    info = json.loads((main_dir / "bundle.json").read_text())
+    assert info["experts"]["melting"]["base"] == "physics"
+    info["experts"] = dict(reversed(list(info["experts"].items())))  # the stacked entry first
+    (main_dir / "bundle.json").write_text(json.dumps(info))
+    again = load_bundle(main_dir).model_for("thermal.melting").state_dict()
+    assert all(torch.equal(again[k], w) for k, w in lm.model_for("thermal.melting").state_dict().items())
+
+    with pytest.raises(ValueError, match="base 'robotics' is not another expert"):
+        add_expert(main_dir, melt_dir, "melting", ["thermal.melting"], rank=1, base="robotics")
+    with pytest.raises(ValueError, match="base 'melting' is not another expert"):
+        add_expert(main_dir, melt_dir, "melting", ["thermal.melting"], rank=1, base="melting")
+    info["experts"]["physics"]["base"] = "melting"
+    (main_dir / "bundle.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match="the bases form a cycle"):
+        load_bundle(main_dir)
+    info["experts"]["physics"]["base"] = "nothing"
+    (main_dir / "bundle.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"experts\['physics'\].base must name another expert"):
+        load_bundle(main_dir)
+
+
 # A camera at the origin looking along world +x with world +z up (OpenCV axes: x right = world -y,
 # y down = world -z, z forward = world +x), as a camera-to-world pose.
 _LOOK_ALONG_X = [[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
