@@ -613,7 +613,8 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
 
     Raises:
         ValueError: the two DiTs differ in architecture, ``contents`` is empty, another expert
-            already serves one of ``contents``, ``base`` is not another expert of the bundle, or
+            already serves one of ``contents``, ``base`` is not another expert of the bundle, another
+            expert is stored on top of ``name`` (replacing it would change that one), or
             ``steps`` is not a step list from 1000 down (from below 1000 with ``start="anchor"``,
             which needs ``steps``).
     """
@@ -635,6 +636,9 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
     taken = {c: n for n, e in info.get("experts", {}).items() if n != name for c in e["contents"]}
     if clash := sorted(c for c in contents if c in taken):
         raise ValueError(f"expert {taken[clash[0]]!r} already serves {', '.join(clash)}")
+    if on_top := sorted(n for n, e in info.get("experts", {}).items() if e.get("base") == name):
+        raise ValueError(f"expert {on_top[0]!r} is stored on top of {name!r}: replacing {name!r} would change "
+                         f"it too; take {on_top[0]!r} out of {BUNDLE_FILE} first (and add it again after)")
     if base is None:
         start_weights = load_file(str(b / "diffusion_pytorch_model.safetensors"))
     else:

@@ -1555,6 +1555,8 @@ def test_an_expert_on_top_of_another_stores_only_its_own_difference_and_serves_t
         add_expert(main_dir, melt_dir, "melting", ["thermal.melting"], rank=1, base="robotics")
     with pytest.raises(ValueError, match="base 'melting' is not another expert"):
         add_expert(main_dir, melt_dir, "melting", ["thermal.melting"], rank=1, base="melting")
+    with pytest.raises(ValueError, match="expert 'melting' is stored on top of 'physics'"):
+        add_expert(main_dir, melt_dir, "physics", ["thermal"], rank=1)
     info["experts"]["physics"]["base"] = "melting"
     (main_dir / "bundle.json").write_text(json.dumps(info))
     with pytest.raises(ValueError, match="the bases form a cycle"):
