@@ -24,21 +24,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-MODEL = "inferix:reference-world"
-WEAK = ("repeat-first-frame", "inferix:reference-world-random")
-CEILING = "reference"
+from worldolympiad.cli.evaluate import DEFAULT_MODEL as MODEL
+from worldolympiad.cli.evaluate import main as evaluate_model
+from worldolympiad.evaluator import SUMMARY
+from worldolympiad.models.baselines import LEADERBOARD_BASELINES
+
+# the leaderboard's rows, lowest expectation first: the weak baselines below the model, the simulator above
+_ROWS = list(LEADERBOARD_BASELINES)
+WEAK = tuple(_ROWS[: _ROWS.index(MODEL)])
+CEILING = _ROWS[-1]
 
 
 def read_rows(out: Path, suite: str = "smoke") -> dict[str, dict[str, Any]]:
     """``{model spec: summary.json}`` of every run directory under ``out`` that scored ``suite``; of
     two runs of one model (an older commit's, say), the one with more seeds, then the newer file."""
     rows: dict[str, dict[str, Any]] = {}
-    found = sorted(out.glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
+    found = sorted(out.glob(f"*/{SUMMARY}"), key=lambda p: p.stat().st_mtime)
     for path in found:
         s = json.loads(path.read_text())
         if s.get("suite") != suite:
@@ -94,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     out = Path(args.out)
     if args.run:
-        cmd = ["evaluate-model", "--out", str(out), "--no-progress", "--seeds", ",".join(map(str, seeds or [0]))]
-        print("$ " + " ".join(cmd), flush=True)
-        if subprocess.call(cmd) != 0:
+        cmd = ["--out", str(out), "--no-progress", "--seeds", ",".join(map(str, seeds or [0]))]
+        print("$ evaluate-model " + " ".join(cmd), flush=True)
+        if evaluate_model(cmd) != 0:
             print("bench_smoke_acceptance: evaluate-model failed; judging what it wrote", file=sys.stderr)
     try:
         res = judge(read_rows(out), seeds)

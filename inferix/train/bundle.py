@@ -645,7 +645,7 @@ def add_expert(bundle: str | Path, tuned: str | Path, name: str, contents: list[
         if base == name or base not in info.get("experts", {}):
             raise ValueError(f"base {base!r} is not another expert of {b} "
                              f"(it has: {', '.join(sorted(set(info.get('experts', {})) - {name})) or 'none'})")
-        start_weights = {k: v.detach().cpu() for k, v in load_bundle(b).experts[base].model.state_dict().items()}
+        start_weights = dict(load_bundle(b).experts[base].model.state_dict())  # the base as served
     delta = extract_delta(start_weights, load_file(str(t / "diffusion_pytorch_model.safetensors")), rank)
     out = b / EXPERTS_DIR / f"{name}.safetensors"
     out.parent.mkdir(exist_ok=True)
