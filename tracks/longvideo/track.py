@@ -1,4 +1,5 @@
-"""The long-video (LV-Bench) track: Video Drift Error per quality signal plus a normalised variant."""
+"""The long-video (LV-Bench) track: Video Drift Error per quality signal plus a normalised variant,
+read together with a dynamic degree (:mod:`tracks.longvideo.dynamics`): score = (1 - nVDE) x motion gate."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from tracks.longvideo.drift import measure_drift
+from tracks.longvideo.dynamics import motion_gate
 from tracks.longvideo.signals import SIGNALS
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
@@ -33,6 +35,10 @@ class LongVideoTrack(Track):
         ``longvideo.frame_stride`` (1), ``longvideo.signals`` (comma list),
         ``longvideo.clip_path`` / ``longvideo.aesthetic_head`` / ``longvideo.dino_path``
         (local weights for the learned signals, see :mod:`tracks.longvideo.learned`).
+
+    Score (track v3): the drift score ``1 - nvde`` times the ``dynamic_degree`` gate, which is 1 unless the
+    case's reference or actions demand motion the video does not show (a still or frozen video → 0); see
+    :mod:`tracks.longvideo.dynamics`.
     """
 
     name: ClassVar[str] = "longvideo"
@@ -85,6 +91,21 @@ class LongVideoTrack(Track):
                                                            "weighting": "linear"}))
         else:
             metrics.append(spec["nvde"].failed("no signal could be measured"))
+        gate = None
+        with ctx.timed("dynamic_degree"):
+            try:
+                ref = ctx.reference()
+                gate = motion_gate(video.frames, video.fps, case, (ref.frames, ref.fps) if ref is not None else None,
+                                   max_side=int(ctx.option("longvideo.max_side", 128)),
+                                   stride=int(ctx.option("longvideo.frame_stride", 1)))
+            except Exception as e:  # noqa: BLE001 - an unreadable reference must not hide the drift numbers
+                logger.debug("dynamic degree failed", exc_info=True)
+                errors.append(f"dynamic_degree: {type(e).__name__}: {e}")
+        if gate is not None:
+            metrics.append(MetricValue("dynamic_degree", gate.dynamic, gate.gate, True, spec["dynamic_degree"].version,
+                                       gate.to_dict()))
+        else:
+            metrics.append(spec["dynamic_degree"].failed("the dynamic degree could not be measured"))
         artifacts = {}
         try:
             import json
@@ -97,4 +118,7 @@ class LongVideoTrack(Track):
             errors.append(f"could not write drift.json: {e}")
         coverage = {"measured": len(report.signals), "requested": len(signals), "frames_used": report.frames_used,
                     "num_chunks": n}
-        return TrackOutput(metrics, mean_normalized(metrics, spec.weights), coverage, artifacts, errors)
+        drift = mean_normalized(metrics, spec.weights)
+        # The gate multiplies rather than averages: a still video's perfect drift must not buy back its stillness.
+        score = None if drift is None or gate is None else drift * gate.gate
+        return TrackOutput(metrics, score, coverage, artifacts, errors)

@@ -72,7 +72,8 @@ def test_track_reports_every_signal_and_scores_drift_lower(pan, synth, tmp_path)
     clean = track.evaluate(Video(pan, 10.0), _case(len(pan)), EvalContext(work_dir=tmp_path / "a"))
     drifted = track.evaluate(Video(synth.blur_drift(pan, 1.0), 10.0), _case(len(pan)), EvalContext(work_dir=tmp_path / "b"))
     names = {m.name for m in clean.metrics}
-    assert names == {"vde_clarity", "vde_motion", "vde_aesthetic", "vde_background", "vde_subject", "vde_dynamic", "nvde"}
+    assert names == {"vde_clarity", "vde_motion", "vde_aesthetic", "vde_background", "vde_subject", "vde_dynamic", "nvde",
+                     "dynamic_degree"}
     assert all(m.status == "ok" for m in clean.metrics)
     assert clean.score > drifted.score
     m = next(m for m in drifted.metrics if m.name == "vde_clarity")

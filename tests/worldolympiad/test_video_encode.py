@@ -1,0 +1,58 @@
+"""The users' encoder (``encode_like_users``) and the encoding probe (``probe_encoding``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worldolympiad.video.io import encode_like_users, probe_encoding, read_video, write_video
+
+
+@pytest.fixture(scope="module")
+def frames() -> np.ndarray:
+    """A textured 12-frame clip with saturated 2 px dots (what 4:2:0 smears)."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (64, 64, 3)).astype(np.uint8)
+    out = np.stack([np.roll(base, t, axis=1) for t in range(12)])
+    out[:, 10:12, 10:12] = (255, 0, 0)
+    return out
+
+
+def test_crf23_writes_lossy_420_that_decodes_at_the_same_size(frames, tmp_path):
+    path = encode_like_users(tmp_path / "a.mp4", frames, 15.0, crf=23)
+    info = probe_encoding(path)
+    assert (info["codec"], info["pix_fmt"], info["chroma"], info["lossless"]) == ("h264", "yuv420p", "4:2:0", False)
+    assert "crf=23" in info["settings"]
+    dec = read_video(path).frames
+    assert dec.shape == frames.shape
+    err = np.abs(dec.astype(int) - frames.astype(int)).mean()
+    assert 1.0 < err < 40.0  # lossy, but the same picture
+
+
+def test_crf35_with_resize_rounds_to_even_size(frames, tmp_path):
+    path = encode_like_users(tmp_path / "b.mp4", frames[:, :, :62], 15.0, crf=35, scale=0.75)
+    info = probe_encoding(path)
+    assert (info["height"], info["width"]) == (48, 46)  # 64 * 0.75 = 48, 62 * 0.75 = 46.5 -> 46
+    assert "crf=35" in info["settings"]
+    assert read_video(path).frames.shape == (12, 48, 46, 3)
+
+
+def test_lossless_stays_exact_and_is_reported_lossless(frames, tmp_path):
+    path = write_video(tmp_path / "c.mp4", frames, 15.0, lossless=True)
+    info = probe_encoding(path)
+    assert info["lossless"] is True and info["chroma"] == "4:4:4"
+    assert np.array_equal(read_video(path).frames, frames)
+
+
+def test_evaluator_storage_qp18_444_is_lossy_but_full_chroma(frames, tmp_path):
+    info = probe_encoding(write_video(tmp_path / "d.mp4", frames, 15.0, pix_fmt="yuv444p"))
+    assert info["chroma"] == "4:4:4" and info["lossless"] is False
+
+
+def test_encoder_rejects_bad_arguments(frames, tmp_path):
+    with pytest.raises(ValueError, match="crf must be in 0..51"):
+        encode_like_users(tmp_path / "e.mp4", frames, 15.0, crf=60)
+    with pytest.raises(ValueError, match="scale must be positive"):
+        encode_like_users(tmp_path / "e.mp4", frames, 15.0, scale=0)
+    with pytest.raises(ValueError, match="uint8"):
+        encode_like_users(tmp_path / "e.mp4", frames.astype(np.float32), 15.0)

@@ -1,0 +1,164 @@
+"""Dynamic degree paired with drift, as LV-Bench pairs them: a still video has no drift.
+
+VDE measures how far later chunks stray from the first one. A video that never moves does not
+stray at all, so drift alone rewards stillness (track v2: ``repeat-first-frame`` scored 0.833 on every
+smoke case, above drifting videos of real motion). LV-Bench reports VDE next to VBench's RAFT dynamic
+degree; this module is the model-free complement (OpenCV DIS flow, as the ``dynamic`` VDE signal) and
+the gate the track applies with it:
+
+* **activity of a frame pair** = mean of the top-5 % flow magnitudes (VBench's dynamic degree per pair),
+  divided by the analysis width, so it does not depend on the video's size: *frame widths per frame*.
+* **dynamic degree of a video** = the 10 %-trimmed mean over its frame pairs, times its fps (*frame widths
+  per second*, so a video at another frame rate than its case compares fairly). Trimming drops the few
+  pairs where an encoder's first frames or a cut make flow spike: an encoded still video reads ~0.
+* **demand** — what the case asks for:
+
+  - with a reference video: the reference's own dynamic degree, when it is above the motion floor;
+  - else with actions: any chunk whose action should move something (an action-space entry with a
+    non-zero translation/motion/yaw, a structured command other than a no-op, a named action other than
+    NOOP/FIRE-like idles) demands motion of at least the floor;
+  - else: nothing is demanded and the gate is not applied (``details["demand"] = "none"``).
+* **gate** = ``clip(dynamic / (ratio * demanded), 0, 1)`` with ``ratio`` 0.5: a video moving at least half
+  as much as its reference is not penalised at all (encodings, a different but lively rendering), a still
+  or frozen one goes to 0. The track score is the drift score times the gate.
+
+The floor (``MOTION_FLOOR``, 0.002 frame widths per frame = 0.26 px at the 128 px analysis size) sits
+above what DIS reads on still videos after H.264 crf 35 with sensor noise (trimmed means <= 0.0005) and far
+below any motion a case asks for (the slowest smoke reference, Freeway's chicken, moves 0.006).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tracks.interaction.flow import FlowEstimator, to_gray
+from worldolympiad.types import Case
+
+#: frame widths per frame below which a frame pair is indistinguishable from a still, encoded one
+MOTION_FLOOR = 0.002
+#: a video moving at least this fraction of what the case demands passes the gate in full
+DEMAND_RATIO = 0.5
+#: share of frame pairs trimmed from each end before averaging (encoder warm-up, cuts)
+TRIM = 0.1
+#: named actions that ask for no motion when the case declares no action space
+IDLE_ACTIONS = frozenset({"noop", "none", "idle", "stay", "wait", "stop", "fire", "no_op"})
+
+
+def pair_activity(frames: np.ndarray, max_side: int = 128, stride: int = 1) -> np.ndarray:
+    """Top-5 % flow magnitude of every consecutive frame pair, in frame widths per frame.
+
+    Args:
+        frames: ``uint8 [T, H, W, 3]``.
+        max_side: analysis size (frames are downscaled so their longer side is at most this).
+        stride: use every k-th frame (the activity is then per k frames).
+
+    Returns:
+        ``float64 [T' - 1]`` (empty for fewer than two frames).
+    """
+    gray = to_gray(np.asarray(frames)[::max(1, stride)], max_side)  # [T', h, w]
+    if len(gray) < 2:
+        return np.zeros(0)
+    flow = FlowEstimator()
+    width = float(gray.shape[2])
+    out = np.empty(len(gray) - 1)
+    for t in range(len(gray) - 1):
+        f = flow(gray[t], gray[t + 1])
+        mag = np.sqrt((f**2).sum(-1)).ravel()
+        k = max(1, int(0.05 * mag.size))
+        out[t] = float(np.partition(mag, -k)[-k:].mean()) / width
+    return out
+
+
+def dynamic_degree(activity: np.ndarray, fps: float, stride: int = 1) -> float:
+    """Trimmed mean of per-pair ``activity`` in frame widths per *second* (``0.0`` for no pairs)."""
+    from scipy.stats import trim_mean
+
+    if len(activity) == 0:
+        return 0.0
+    return float(trim_mean(activity, TRIM)) * float(fps) / max(1, stride)
+
+
+def _action_moves(action: Any, space: Mapping[str, Any] | None) -> bool:
+    """Whether one chunk's action asks for visible motion."""
+    if action is None:
+        return False
+    if isinstance(action, Mapping):
+        name = str(action.get("name", "")).lower()
+        if name in IDLE_ACTIONS:
+            return False
+        numbers = [v for k, v in action.items() if k != "name"]
+        flat = np.asarray([x for v in numbers for x in (v if isinstance(v, (list, tuple)) else [v])
+                           if isinstance(x, (int, float)) and not isinstance(x, bool)], dtype=float)
+        # a command with only numbers, all zero, moves nothing; one with none (grasp, release) moves the gripper
+        return not (flat.size and np.all(flat == 0))
+    name = str(action)
+    entry = ((space or {}).get("actions") or {}).get(name) if isinstance(space, Mapping) else None
+    if isinstance(entry, Mapping):
+        amounts = [entry.get(k) for k in ("translation", "motion", "yaw_deg", "rotation")]
+        vals = [x for a in amounts if a is not None for x in (a if isinstance(a, (list, tuple)) else [a])]
+        if vals:
+            return bool(np.any(np.asarray(vals, dtype=float) != 0))
+    return name.lower() not in IDLE_ACTIONS
+
+
+def action_demand(case: Case) -> list[int]:
+    """Indices of the case's chunks whose action asks for motion (see :func:`_action_moves`)."""
+    space = case.metadata.get("action_space") if isinstance(case.metadata, Mapping) else None
+    return [c.index for c in case.chunks if _action_moves(c.action, space)]
+
+
+@dataclass
+class MotionGate:
+    """The gate of one video: its dynamic degree, what the case demands and the resulting factor."""
+
+    dynamic: float  # frame widths per second
+    demand: str  # "reference" | "actions" | "none" | "reference_still"
+    demanded: float | None  # frame widths per second the video must reach half of (None: no demand)
+    gate: float  # in [0, 1]; 1.0 when nothing is demanded
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dynamic_degree": self.dynamic, "demand": self.demand, "demanded": self.demanded,
+                "gate": self.gate, "ratio": DEMAND_RATIO, "floor_widths_per_frame": MOTION_FLOOR, **self.details}
+
+
+def motion_gate(frames: np.ndarray, fps: float, case: Case, reference: tuple[np.ndarray, float] | None = None, *,
+                max_side: int = 128, stride: int = 1) -> MotionGate:
+    """Dynamic degree of ``frames`` against what ``case`` (and its ``reference`` frames + fps) demand.
+
+    Args:
+        frames: the scored video, ``uint8 [T, H, W, 3]``.
+        fps: its frame rate.
+        case: the case (its actions and action space when there is no reference).
+        reference: ``(frames, fps)`` of the case's reference video, when it has one.
+        max_side: analysis size.
+        stride: analyse every k-th frame (speed knob; the activity is rescaled to per second).
+    """
+    act = pair_activity(frames, max_side, stride)
+    dyn = dynamic_degree(act, fps, stride)
+    details: dict[str, Any] = {"pairs": int(len(act)),
+                               "moving_pair_fraction": float(np.mean(act > MOTION_FLOOR)) if len(act) else 0.0}
+    if reference is not None:
+        ref_frames, ref_fps = reference
+        ref_act = pair_activity(ref_frames, max_side, stride)
+        ref_dyn = dynamic_degree(ref_act, ref_fps, stride)
+        details["reference_dynamic_degree"] = ref_dyn
+        ref_per_frame = ref_dyn / max(float(ref_fps), 1e-9) * max(1, stride)
+        if ref_per_frame >= MOTION_FLOOR:
+            gate = float(np.clip(dyn / (DEMAND_RATIO * ref_dyn), 0.0, 1.0))
+            return MotionGate(dyn, "reference", ref_dyn, gate, details)
+        details["why"] = "the reference itself does not move above the motion floor; nothing is demanded"
+        return MotionGate(dyn, "reference_still", None, 1.0, details)
+    moving = action_demand(case)
+    if moving:
+        # twice the floor, per second: with the ratio of 0.5 the gate opens in full from the floor up
+        demanded = MOTION_FLOOR / DEMAND_RATIO * float(fps)
+        details["moving_chunks"] = moving
+        gate = float(np.clip(dyn / (DEMAND_RATIO * demanded), 0.0, 1.0))
+        return MotionGate(dyn, "actions", demanded, gate, details)
+    details["why"] = "the case has no reference and no action asking for motion; drift is scored alone"
+    return MotionGate(dyn, "none", None, 1.0, details)
