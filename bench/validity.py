@@ -1,0 +1,674 @@
+"""Held-out validity harness (issue 56, item 1): does every track rank videos correctly on cases it was
+never tuned on, in the encodings users write, with and without a reference?
+
+What it does, in order (every step resumes: files that exist are kept, the evaluator reuses finished rows):
+
+1. **Held-out cases** — the ``heldout`` split of :mod:`scenarios.heldout.splits` (``--quick``: two tiny
+   cases), rendered exactly (lossless) with case files and ground truth under ``OUT/render``.
+2. **Defects** — for each clean video and each track of its case, the defects of that track's family from
+   the perturbation library (:data:`DEFECTS`) at three strengths, written lossless; each defect video is a
+   case of its own (``<case>.<defect>-<strength>``) that lists only the defect's track.
+3. **Encodings** — every video also as users write it (:func:`worldolympiad.video.io.encode_like_users`):
+   H.264 yuv420p crf 23, and yuv420p crf 35 after a 0.75x resize.
+4. **Scoring through the public CLI** — ``evaluate-model --model videos:DIR --suite SUITE.json`` (its
+   ``main``, in-process) per encoding, with the case files as rendered (``reference`` condition) and, for
+   physics, with ``reference`` stripped from them (``no_reference`` condition: users rarely have one).
+5. **Statistics** (:func:`statistics`) per condition, encoding, track and metric: pair accuracy (clean >
+   every defect, weaker defect > stronger; ties count half), mean Spearman of the score against
+   defect-freeness (strength negated; clean = strength 0; 1 = perfectly ordered), and per video the gap
+   between encodings, ``max |score(enc) - score(lossless)|``.
+6. **Report** — ``OUT/validity.json`` and ``OUT/validity.md`` + ``OUT/validity.png``; ``--record NAME``
+   also copies them to ``bench/records/NAME.{json,md,png}``. The report states the commit it measured.
+
+``--baselines`` is the other mode (issue 56, acceptance 3): ``reference``, ``repeat-first-frame`` and
+``inferix:reference-world-random`` on ``smoke`` at seeds 0-2 and ``standard`` at seed 0 (``--baseline-suites``),
+then per track whether ``reference`` beats both, on the track mean and per case. Generated videos are kept in
+the run directories (the random model is slow on CPU: a rerun resumes).
+
+Usage::
+
+    OMP_NUM_THREADS=1 python bench/validity.py --quick --out /tmp/validity_quick          # minutes
+    OMP_NUM_THREADS=1 python bench/validity.py --out bench/_out/validity --record validity_s45
+    OMP_NUM_THREADS=1 python bench/validity.py --baselines --out bench/_out/baselines \\
+        --baseline-suites smoke:0,1,2 standard:0 --record baselines_s45
+    python bench/validity.py --tracks interaction,longvideo --cases ho-photo-coffee-sweep   # a subset
+
+Tuning split vs held-out split: see :mod:`scenarios.heldout.splits` (``SPLITS``). Nothing here may be
+used to tune a track; the report says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+#: track -> defects of its family: (perturbation name, three strengths, weakest first)
+DEFECTS: dict[str, tuple[tuple[str, tuple[float, float, float]], ...]] = {
+    "physics": (("teleport", (0.25, 0.5, 1.0)), ("gravity_reversed", (0.34, 0.67, 1.0)), ("vanish", (0.34, 0.67, 1.0))),
+    "geometry": (("homography_jitter", (0.5, 1.0, 2.0)), ("frame_shuffle", (0.25, 0.5, 1.0))),
+    "interaction": (("action_ignored", (0.34, 0.67, 1.0)), ("seam_cut", (0.5, 1.0, 2.0))),
+    "longvideo": (("blur_drift", (0.5, 1.0, 2.0)), ("color_drift", (0.5, 1.0, 2.0)), ("frozen", (0.34, 0.67, 1.0))),
+}
+#: --quick: one defect per track
+QUICK_DEFECTS: dict[str, tuple[tuple[str, tuple[float, float, float]], ...]] = {t: d[:1] for t, d in DEFECTS.items()}
+#: encoding name -> (crf, scale), None = the lossless render itself
+ENCODINGS: dict[str, tuple[int, float] | None] = {"lossless": None, "crf23": (23, 1.0), "crf35_s0.75": (35, 0.75)}
+CONDITIONS: tuple[str, ...] = ("reference", "no_reference")
+NO_REFERENCE_TRACKS: tuple[str, ...] = ("physics",)
+BASELINE_MODELS: tuple[str, ...] = ("reference", "repeat-first-frame", "inferix:reference-world-random")
+CLEAN = "clean"
+
+
+# ============================================================================ statistics (pure)
+
+
+def _ordered_pairs(series: dict[float, float]) -> Iterable[tuple[float, float]]:
+    """``(value of the less defective video, value of the more defective one)`` for every pair."""
+    keys = sorted(series)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            yield series[a], series[b]
+
+
+def series_spearman(series: dict[float, float]) -> float:
+    """Spearman correlation of the values with defect-freeness (``-strength``); 0 when the values are all
+    equal (an undecided metric is not a correct one)."""
+    from scipy.stats import spearmanr
+
+    keys = sorted(series)
+    vals = [series[k] for k in keys]
+    if len(keys) < 2 or np.ptp(vals) == 0:
+        return 0.0
+    rho = spearmanr([-k for k in keys], vals).statistic
+    return 0.0 if rho is None or math.isnan(rho) else float(rho)
+
+
+def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Pair accuracy, Spearman and encoding gap from a score table.
+
+    Args:
+        records: one per scored value: ``{"condition", "encoding", "case", "track", "metric", "defect",
+            "strength", "value"}`` with ``defect == "clean"`` and ``strength == 0`` for the clean video of a
+            case (shared by every defect of that case); ``value`` may be ``None`` (not scored).
+
+    Returns:
+        ``{"ranking": {condition: {encoding: {track: {metric: {...}}}}}, "encoding_gap": {condition: {track:
+        {metric: {...}}}}}``. Ranking entries: ``pair_accuracy`` (ties count half), ``pairs``, ``spearman``
+        (mean over (case, defect) series), ``series``, ``missing`` (values that were ``None``). Gap entries:
+        ``max``, ``mean``, ``clean_max`` over the videos scored in the lossless and at least one other
+        encoding, and ``per_encoding`` maxima.
+    """
+    # (condition, encoding, track, metric, case) -> defect -> strength -> value
+    table: dict[tuple[str, str, str, str, str], dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
+    missing: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for r in records:
+        key = (r["condition"], r["encoding"], r["track"], r["metric"], r["case"])
+        if r["value"] is None:
+            missing[key[:4]] += 1
+            continue
+        table[key][r["defect"]][float(r["strength"])] = float(r["value"])
+    ranking: dict[str, Any] = {}
+    acc: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    rhos: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for (cond, enc, track, metric, _case), by_defect in table.items():
+        clean = by_defect.get(CLEAN, {}).get(0.0)
+        for defect, series in by_defect.items():
+            if defect == CLEAN:
+                continue
+            full = dict(series)
+            if clean is not None:
+                full[0.0] = clean
+            for a, b in _ordered_pairs(full):
+                acc[(cond, enc, track, metric)].append(1.0 if a > b else 0.5 if a == b else 0.0)
+            rhos[(cond, enc, track, metric)].append(series_spearman(full))
+    for group in sorted(set(acc) | set(rhos) | set(missing)):
+        cond, enc, track, metric = group
+        pairs = acc.get(group, [])
+        ranking.setdefault(cond, {}).setdefault(enc, {}).setdefault(track, {})[metric] = {
+            "pair_accuracy": float(np.mean(pairs)) if pairs else None, "pairs": len(pairs),
+            "spearman": float(np.mean(rhos[group])) if rhos.get(group) else None, "series": len(rhos.get(group, [])),
+            "missing": missing.get(group, 0)}
+    # encoding gap: the same video (case, defect, strength) in each encoding against the lossless one
+    values: dict[tuple[str, str, str, str, str, float], dict[str, float]] = defaultdict(dict)
+    for (cond, enc, track, metric, case), by_defect in table.items():
+        for defect, series in by_defect.items():
+            for s, v in series.items():
+                values[(cond, track, metric, case, defect, s)][enc] = v
+    gaps: dict[tuple[str, str, str], list[tuple[float, bool, dict[str, float]]]] = defaultdict(list)
+    for (cond, track, metric, _case, defect, _s), by_enc in values.items():
+        if "lossless" not in by_enc or len(by_enc) < 2:
+            continue
+        per = {e: abs(v - by_enc["lossless"]) for e, v in by_enc.items() if e != "lossless"}
+        gaps[(cond, track, metric)].append((max(per.values()), defect == CLEAN, per))
+    gap_out: dict[str, Any] = {}
+    for (cond, track, metric), items in sorted(gaps.items()):
+        per_enc: dict[str, float] = {}
+        for _, _, per in items:
+            for e, g in per.items():
+                per_enc[e] = max(per_enc.get(e, 0.0), g)
+        clean_gaps = [g for g, is_clean, _ in items if is_clean]
+        gap_out.setdefault(cond, {}).setdefault(track, {})[metric] = {
+            "max": max(g for g, _, _ in items), "mean": float(np.mean([g for g, _, _ in items])),
+            "clean_max": max(clean_gaps) if clean_gaps else None, "videos": len(items), "per_encoding": per_enc}
+    return {"ranking": ranking, "encoding_gap": gap_out}
+
+
+# ============================================================================ preparing the videos
+
+
+def register_heldout() -> None:
+    """Make the held-out generators known to the registry (they are not a default scenario subpackage)."""
+    import scenarios.heldout
+    from worldolympiad.registries import GENERATORS
+
+    scenarios.heldout.register(GENERATORS)
+
+
+def heldout_cases(quick: bool, only: Sequence[str] = ()) -> list[Any]:
+    """The held-out split's cases (``--quick``: its two tiny ones), built through the generators."""
+    from scenarios.heldout.splits import HERE
+    from scenarios.suites import build_suite
+
+    cases = build_suite(str(HERE / ("quick" if quick else "suite")))
+    if only:
+        unknown = sorted(set(only) - {c.id for c in cases})
+        if unknown:
+            raise SystemExit(f"--cases: {', '.join(unknown)} not in the held-out split; known: {', '.join(c.id for c in cases)}")
+        cases = [c for c in cases if c.id in set(only)]
+    return cases
+
+
+def variant_id(case_id: str, defect: str, strength: float) -> str:
+    """The case id of one defect video (a valid case id: letters, digits, ``_ . -``)."""
+    return f"{case_id}.{defect}-{strength:g}"
+
+
+def _rendered_from_disk(case: Any, render_dir: Path) -> Any:
+    """The reference frames with the render's masks (what physics perturbations move), read back."""
+    from worldolympiad.scenario import Rendered
+    from worldolympiad.video.io import read_video
+
+    video = read_video(render_dir / "videos" / f"{case.id}.mp4", chunks=case.chunks)
+    video.fps = case.fps
+    npz = np.load(render_dir / "ground_truth" / f"{case.id}.npz")
+    masks = npz["masks"] if "masks" in npz.files else None
+    ids = json.loads(str(npz["object_ids"])) if "object_ids" in npz.files else {}
+    return Rendered(video=video, masks=masks, object_ids=ids)
+
+
+def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dict[str, Any]) -> list[dict[str, Any]]:
+    """Render the clean cases, write every defect video lossless and a case file per defect video.
+
+    Returns:
+        the variants: ``{"id", "case", "track" (None for clean: every track of its case), "defect", "strength"}``.
+    """
+    from scenarios.render import render_cases
+    from worldolympiad.registries import PERTURBATIONS
+    from worldolympiad.types import Case, jsonable
+    from worldolympiad.video.io import write_video
+
+    render_dir = out / "render"
+    report = render_cases(cases, render_dir, name="heldout", description="held-out validity cases (bench/validity.py)")
+    if report.failed:
+        print(f"render failed for {len(report.failed)} case(s): {report.failed}", file=sys.stderr)
+    lossless = out / "videos" / "lossless"
+    lossless.mkdir(parents=True, exist_ok=True)
+    variants: list[dict[str, Any]] = []
+    for case0 in cases:
+        if case0.id in report.failed:
+            continue
+        case_file = render_dir / "cases" / f"{case0.id}.json"
+        case = Case.load(case_file)
+        case_tracks = [t for t in case.tracks if t in tracks]
+        if not case_tracks:
+            continue
+        clean_dst = lossless / f"{case.id}.mp4"
+        if not clean_dst.exists():
+            shutil.copyfile(render_dir / "videos" / f"{case.id}.mp4", clean_dst)
+        variants.append({"id": case.id, "case": case.id, "track": None, "defect": CLEAN, "strength": 0.0})
+        raw = json.loads(case_file.read_text())
+        rendered = None
+        for track in case_tracks:
+            for defect, strengths in defects[track]:
+                for s in strengths:
+                    vid = variant_id(case.id, defect, s)
+                    dst = lossless / f"{vid}.mp4"
+                    if not dst.exists():
+                        if rendered is None:
+                            rendered = _rendered_from_disk(case, render_dir)
+                        fn = PERTURBATIONS.get(defect)
+                        bad = fn(rendered.video, case, s, np.random.default_rng(0), rendered)
+                        write_video(dst, bad.frames, case.fps, lossless=True)
+                    doc = dict(raw, id=vid, tracks=[track])
+                    doc["metadata"] = dict(raw.get("metadata") or {}, validity={"case": case.id, "defect": defect,
+                                                                               "strength": s, "track": track})
+                    (render_dir / "cases" / f"{vid}.json").write_text(json.dumps(jsonable(doc), indent=1))
+                    variants.append({"id": vid, "case": case.id, "track": track, "defect": defect, "strength": s})
+    return variants
+
+
+def write_suites(out: Path, variants: Sequence[dict[str, Any]]) -> dict[str, Path]:
+    """``OUT/render/validity_reference.json`` (every variant) and ``validity_no_reference.json`` (the physics
+    variants with ``reference`` stripped, written to ``render/cases_noref/`` so relative paths still resolve)."""
+    render_dir = out / "render"
+    ref_suite = render_dir / "validity_reference.json"
+    ref_suite.write_text(json.dumps({"name": "validity_reference", "version": "1",
+                                     "description": "held-out cases and their defect videos (bench/validity.py)",
+                                     "cases": [f"cases/{v['id']}.json" for v in variants]}, indent=1))
+    noref_dir = render_dir / "cases_noref"
+    noref_dir.mkdir(exist_ok=True)
+    noref: list[str] = []
+    for v in variants:
+        doc = json.loads((render_dir / "cases" / f"{v['id']}.json").read_text())
+        keep = [t for t in doc["tracks"] if t in NO_REFERENCE_TRACKS]
+        if not keep or (v["track"] is not None and v["track"] not in NO_REFERENCE_TRACKS):
+            continue
+        doc["tracks"] = keep
+        doc.pop("reference", None)
+        (noref_dir / f"{v['id']}.json").write_text(json.dumps(doc, indent=1))
+        noref.append(f"cases_noref/{v['id']}.json")
+    suites = {"reference": ref_suite}
+    if noref:
+        path = render_dir / "validity_no_reference.json"
+        path.write_text(json.dumps({"name": "validity_no_reference", "version": "1",
+                                    "description": "the physics cases of validity_reference without their reference video",
+                                    "cases": noref}, indent=1))
+        suites["no_reference"] = path
+    return suites
+
+
+def encode_all(out: Path, variants: Sequence[dict[str, Any]]) -> dict[str, Path]:
+    """Every lossless video in each users' encoding (:data:`ENCODINGS`); existing files are kept."""
+    from worldolympiad.video.io import encode_like_users, read_video
+
+    dirs = {}
+    for enc, setting in ENCODINGS.items():
+        d = out / "videos" / enc
+        dirs[enc] = d
+        if setting is None:
+            continue
+        crf, scale = setting
+        for v in variants:
+            dst = d / f"{v['id']}.mp4"
+            if not dst.exists():
+                src = read_video(out / "videos" / "lossless" / f"{v['id']}.mp4")
+                encode_like_users(dst, src.frames, src.fps, crf=crf, scale=scale)
+    return dirs
+
+
+# ============================================================================ scoring
+
+
+def score(out: Path, suites: dict[str, Path], dirs: dict[str, Path], tracks: Sequence[str],
+          variants: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Score every (condition, encoding) through ``evaluate-model``'s ``main``; the score table."""
+    from worldolympiad.cli.evaluate import main as evaluate_model
+    from worldolympiad.evaluator import make_run_spec
+
+    by_id = {v["id"]: v for v in variants}
+    records: list[dict[str, Any]] = []
+    runs = out / "runs"
+    for cond, suite in suites.items():
+        cond_tracks = [t for t in tracks if cond == "reference" or t in NO_REFERENCE_TRACKS]
+        if not cond_tracks:
+            continue
+        for enc, d in dirs.items():
+            model = f"videos:{d.resolve()}"
+            argv = ["--model", model, "--suite", str(suite.resolve()), "--tracks", ",".join(cond_tracks),
+                    "--out", str(runs), "--no-progress", "--no-report", "--no-baselines"]
+            t0 = time.perf_counter()
+            print(f"$ evaluate-model {' '.join(argv)}", flush=True)
+            _quiet(evaluate_model, argv)
+            run_dir = runs / make_run_spec(model, str(suite.resolve()), cond_tracks).dirname
+            n = 0
+            for line in (run_dir / "results.jsonl").read_text().splitlines():
+                row = json.loads(line)
+                v = by_id.get(row["case_id"])
+                if v is None or row["status"] == "not_applicable":
+                    continue
+                vals = {"score": row.get("score") if row["status"] == "ok" else None}
+                for m in row.get("metrics") or []:
+                    if m.get("status") != "not_applicable":
+                        vals[m["name"]] = m.get("normalized")
+                for metric, value in vals.items():
+                    records.append({"condition": cond, "encoding": enc, "case": v["case"], "track": row["track"],
+                                    "metric": metric, "defect": v["defect"], "strength": v["strength"],
+                                    "value": value, "variant": v["id"]})
+                n += 1
+            print(f"  {cond} / {enc}: {n} rows in {time.perf_counter() - t0:.0f} s ({run_dir.name})", flush=True)
+    return records
+
+
+def _quiet(fn: Any, argv: list[str]) -> int:
+    """Run a CLI main with its per-case tables sent to a log instead of the terminal."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = int(fn(argv) or 0)
+    if rc:
+        print(buf.getvalue()[-3000:], file=sys.stderr)
+        raise SystemExit(f"evaluate-model {' '.join(argv)} exited {rc}")
+    return rc
+
+
+# ============================================================================ report
+
+
+def git_state() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty_tracks": [
+        line[3:] for line in git("status", "--porcelain", "--", "tracks", "worldolympiad", "scenarios").splitlines()]}
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    return "—" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def _track_versions(tracks: Sequence[str]) -> dict[str, str]:
+    from worldolympiad.evaluator import _track_version
+
+    return {t: _track_version(t) for t in tracks}
+
+
+def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | None]:
+    """``validity.json``, ``validity.md`` and ``validity.png`` under ``out``."""
+    stats = record["statistics"]
+    js = out / "validity.json"
+    js.write_text(json.dumps(record, indent=1, default=str))
+    lines = [f"# Held-out validity report ({record['mode']})", "",
+             f"Commit `{record['git']['commit']}`"
+             + (f" with uncommitted changes in {', '.join(record['git']['dirty_tracks'])}" if record["git"]["dirty_tracks"] else "")
+             + f"; {record['date']}; {record['seconds']:.0f} s on one CPU thread. Track versions: "
+             + ", ".join(f"{t} v{v}" for t, v in record["track_versions"].items()) + ".", "",
+             f"Command: `{record['command']}`", "",
+             "## Splits", "",
+             "Tuning split (tracks may be tuned on these): " + ", ".join(f"`{p}`" for p in record["splits"]["tuning"]) + ".",
+             "Held-out split (reported here, never tuned on): " + ", ".join(f"`{p}`" for p in record["splits"]["heldout"])
+             + ". Declared in `scenarios/heldout/splits.py`; `tests/scenarios/test_heldout.py` keeps them apart.", "",
+             "| held-out case | generator | settings | tracks |", "|---|---|---|---|"]
+    for c in record["cases"]:
+        lines.append(f"| {c['id']} | {c['generator']} | `{json.dumps(c['params'], separators=(',', ':'))}` | {', '.join(c['tracks'])} |")
+    lines += ["", "Defects per track (strengths weakest first): "
+              + "; ".join(f"{t}: " + ", ".join(f"{d} {list(s)}" for d, s in ds) for t, ds in record["defects"].items()) + ".",
+              "Encodings: lossless (the exact render), `crf23` (H.264 yuv420p crf 23), `crf35_s0.75` (yuv420p crf 35 after "
+              "a 0.75x resize), written by `worldolympiad.video.io.encode_like_users`.", "",
+              "Pair accuracy: share of ordered pairs (clean > each defect strength, weaker > stronger) the score orders "
+              "right (ties count half). Spearman: mean over (case, defect) of the rank correlation between the score and "
+              "defect-freeness (clean = strength 0; 1 = perfectly ordered; a constant series counts 0). Gap: over "
+              "every video, max |score(encoding) - score(lossless)|; `clean` = clean videos only.", ""]
+    for cond in [c for c in CONDITIONS if c in stats["ranking"]]:
+        by_enc = {e: stats["ranking"][cond][e] for e in ENCODINGS if e in stats["ranking"][cond]}
+        lines += [f"## Track scores, condition `{cond}`", "",
+                  "| track | " + " | ".join(f"{e} pair acc | {e} Spearman" for e in by_enc) + " | gap max | gap clean max | gap mean |",
+                  "|---|" + "---|---|" * len(by_enc) + "---|---|---|"]
+        tracks = sorted({t for e in by_enc.values() for t in e})
+        for t in tracks:
+            cells = []
+            for e in by_enc:
+                m = by_enc[e].get(t, {}).get("score", {})
+                cells += [_fmt(m.get("pair_accuracy")) + (f" ({m.get('pairs')})" if m else ""), _fmt(m.get("spearman"))]
+            g = stats["encoding_gap"].get(cond, {}).get(t, {}).get("score", {})
+            lines.append(f"| {t} | " + " | ".join(cells) + f" | {_fmt(g.get('max'))} | {_fmt(g.get('clean_max'))} | {_fmt(g.get('mean'))} |")
+        lines += ["", f"Clean videos, track score per encoding (`{cond}`):", "",
+                  "| case | track | " + " | ".join(by_enc) + " |", "|---|---|" + "---|" * len(by_enc)]
+        clean = record["clean_scores"].get(cond, {})
+        for key in sorted(clean):
+            case, track = key.split("|")
+            lines.append(f"| {case} | {track} | " + " | ".join(_fmt(clean[key].get(e)) for e in by_enc) + " |")
+        lines += ["", f"Per metric (`{cond}`; normalised values):", "",
+                  "| track | metric | " + " | ".join(f"{e} pair acc | {e} Spearman" for e in by_enc) + " | gap max |",
+                  "|---|---|" + "---|---|" * len(by_enc) + "---|"]
+        for t in tracks:
+            metrics = sorted({m for e in by_enc.values() for m in e.get(t, {})} - {"score"})
+            for metric in metrics:
+                cells = []
+                for e in by_enc:
+                    m = by_enc[e].get(t, {}).get(metric, {})
+                    cells += [_fmt(m.get("pair_accuracy")), _fmt(m.get("spearman"))]
+                g = stats["encoding_gap"].get(cond, {}).get(t, {}).get(metric, {})
+                lines.append(f"| {t} | {metric} | " + " | ".join(cells) + f" | {_fmt(g.get('max'))} |")
+        lines.append("")
+    png = _plot(out / "validity.png", record)
+    if png is not None:
+        lines += [f"![mean track score against defect strength]({png.name})", ""]
+    md = out / "validity.md"
+    md.write_text("\n".join(lines) + "\n")
+    return js, md, png
+
+
+def _plot(path: Path, record: dict[str, Any]) -> Path | None:
+    """Mean track score against strength, per track and defect, one line style per encoding."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    recs = [r for r in record["records"] if r["metric"] == "score" and r["condition"] == "reference" and r["value"] is not None]
+    tracks = sorted({r["track"] for r in recs})
+    if not tracks:
+        return None
+    fig, axes = plt.subplots(1, len(tracks), figsize=(4.2 * len(tracks), 3.4), squeeze=False)
+    styles = {"lossless": "-", "crf23": "--", "crf35_s0.75": ":"}
+    for ax, t in zip(axes[0], tracks, strict=True):
+        clean: dict[tuple[str, str], float] = {(r["case"], r["encoding"]): r["value"] for r in recs
+                                               if r["track"] == t and r["defect"] == CLEAN}
+        defects = sorted({r["defect"] for r in recs if r["track"] == t and r["defect"] != CLEAN})
+        for i, d in enumerate(defects):
+            for enc, ls in styles.items():
+                pts: dict[float, list[float]] = defaultdict(list)
+                for (case, e), v in clean.items():
+                    if e == enc and any(r["case"] == case and r["defect"] == d for r in recs):
+                        pts[0.0].append(v)
+                for r in recs:
+                    if r["track"] == t and r["defect"] == d and r["encoding"] == enc:
+                        pts[float(r["strength"])].append(r["value"])
+                xs = sorted(pts)
+                if xs:
+                    ax.plot(xs, [np.mean(pts[x]) for x in xs], ls, color=f"C{i}", marker="o", ms=3,
+                            label=d if enc == "lossless" else None)
+        ax.set_title(t)
+        ax.set_xlabel("defect strength (0 = clean)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("mean track score (— lossless, -- crf23, ·· crf35)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def clean_scores(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, float | None]]]:
+    out: dict[str, dict[str, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        if r["defect"] == CLEAN and r["metric"] == "score":
+            out[r["condition"]][f"{r['case']}|{r['track']}"][r["encoding"]] = r["value"]
+    return {c: dict(v) for c, v in out.items()}
+
+
+# ============================================================================ --baselines
+
+
+def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str], limit: int | None) -> dict[str, Any]:
+    """Score ``models`` on each suite and seed (resumable); per track and suite, does ``reference`` beat the others?"""
+    from worldolympiad.cli.evaluate import main as evaluate_model
+    from worldolympiad.evaluator import make_run_spec
+    from worldolympiad.types import TRACKS
+
+    result: dict[str, Any] = {"suites": {}}
+    for suite, seeds in suites.items():
+        rows: dict[str, dict[tuple[str, str, int], float | None]] = {}
+        means: dict[str, dict[str, float | None]] = {}
+        for model in models:
+            argv = ["--model", model, "--suite", suite, "--seeds", ",".join(map(str, seeds)), "--out", str(out / "runs"),
+                    "--no-progress", "--no-report", "--no-baselines", "--device", "cpu"]
+            if limit:
+                argv += ["--limit", str(limit)]
+            t0 = time.perf_counter()
+            print(f"$ evaluate-model {' '.join(argv)}", flush=True)
+            _quiet(evaluate_model, argv)
+            run_dir = out / "runs" / make_run_spec(model, suite, list(TRACKS), seeds).dirname
+            summary = json.loads((run_dir / "summary.json").read_text())
+            means[model] = {t: v.get("mean") for t, v in summary["tracks"].items()}
+            rows[model] = {}
+            for line in (run_dir / "results.jsonl").read_text().splitlines():
+                r = json.loads(line)
+                if r["status"] != "not_applicable":
+                    rows[model][(r["track"], r["case_id"], int(r["seed"]))] = r["score"] if r["status"] == "ok" else None
+            print(f"  {model} on {suite}: {time.perf_counter() - t0:.0f} s", flush=True)
+        result["suites"][suite] = {"seeds": seeds, "means": means, "tracks": baseline_verdicts(rows, models)}
+    return result
+
+
+def baseline_verdicts(rows: dict[str, dict[tuple[str, str, int], float | None]], models: Sequence[str]) -> dict[str, Any]:
+    """Per track: the mean of each model over the (case, seed) rows all models have, and for each weak model
+    whether ``models[0]`` is above it on that mean and on how many of the rows (ties fail)."""
+    top, weak = models[0], list(models[1:])
+    out: dict[str, Any] = {}
+    tracks = sorted({k[0] for m in rows.values() for k in m})
+    for t in tracks:
+        keys = sorted(k for k in rows[top] if k[0] == t and all(rows[m].get(k) is not None for m in models)
+                      and rows[top][k] is not None)
+        if not keys:
+            out[t] = {"rows": 0}
+            continue
+        mean = {m: float(np.mean([rows[m][k] for k in keys])) for m in models}
+        entry: dict[str, Any] = {"rows": len(keys), "mean": mean}
+        for m in weak:
+            wins = [k for k in keys if rows[top][k] > rows[m][k]]  # type: ignore[operator]
+            entry[m] = {"mean_ok": mean[top] > mean[m], "cases_ok": len(wins),
+                        "failing": [f"{k[1]}@s{k[2]}: {rows[top][k]:.3f} vs {rows[m][k]:.3f}" for k in keys if k not in wins]}
+        out[t] = entry
+    return out
+
+
+def write_baselines_report(out: Path, record: dict[str, Any]) -> Path:
+    models = record["models"]
+    lines = ["# Baseline order (issue 56, acceptance 3)", "",
+             f"Commit `{record['git']['commit']}`; {record['date']}; {record['seconds']:.0f} s. Does `{models[0]}` score above "
+             + " and ".join(f"`{m}`" for m in models[1:]) + " on every track: on the track mean, and per (case, seed)?", "",
+             f"Command: `{record['command']}`", ""]
+    for suite, s in record["result"]["suites"].items():
+        lines += [f"## `{suite}`, seeds {s['seeds']}", "",
+                  "| track | rows | " + " | ".join(f"mean {m}" for m in models) + " | "
+                  + " | ".join(f"> {m}: mean / rows" for m in models[1:]) + " |",
+                  "|---|---|" + "---|" * len(models) + "---|" * (len(models) - 1)]
+        for t, e in s["tracks"].items():
+            if not e.get("rows"):
+                lines.append(f"| {t} | 0 | " + " | ".join("—" for _ in models) + " | " + " | ".join("—" for _ in models[1:]) + " |")
+                continue
+            cells = [f"{e['mean'][m]:.3f}" for m in models]
+            verdicts = [f"{'yes' if e[m]['mean_ok'] else 'NO'} / {e[m]['cases_ok']} of {e['rows']}" for m in models[1:]]
+            lines.append(f"| {t} | {e['rows']} | " + " | ".join(cells) + " | " + " | ".join(verdicts) + " |")
+        fails = [(t, m, f) for t, e in s["tracks"].items() if e.get("rows") for m in models[1:] for f in e[m]["failing"]]
+        if fails:
+            lines += ["", "Rows where the order fails:", ""] + [f"* {t}, vs {m}: {f}" for t, m, f in fails[:60]]
+        lines.append("")
+    md = out / "baselines.md"
+    md.write_text("\n".join(lines) + "\n")
+    (out / "baselines.json").write_text(json.dumps(record, indent=1, default=str))
+    return md
+
+
+# ============================================================================ main
+
+
+def _parse_suites(items: Sequence[str]) -> dict[str, list[int]]:
+    out = {}
+    for item in items:
+        name, _, seeds = item.partition(":")
+        out[name] = [int(s) for s in (seeds or "0").split(",")]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("Usage::")[1])
+    ap.add_argument("--out", default="bench/_out/validity", help="working folder (renders, videos, runs); resumable")
+    ap.add_argument("--quick", action="store_true", help="two tiny held-out cases, one defect per track (minutes)")
+    ap.add_argument("--tracks", default="physics,geometry,interaction,longvideo", help="tracks to measure")
+    ap.add_argument("--cases", default="", help="comma-separated held-out case ids (default: all of the split)")
+    ap.add_argument("--record", default=None, help="also copy the report to bench/records/NAME.{json,md,png}")
+    ap.add_argument("--baselines", action="store_true", help="the baseline-order mode instead (acceptance 3)")
+    ap.add_argument("--baseline-suites", nargs="+", default=["smoke:0,1,2", "standard:0"], metavar="SUITE:SEEDS")
+    ap.add_argument("--baseline-models", default=",".join(BASELINE_MODELS), help="the first must beat the others")
+    ap.add_argument("--limit", type=int, default=None, help="--baselines: only the first N cases of each suite")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    command = "python bench/validity.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if args.baselines:
+        models = [m.strip() for m in args.baseline_models.split(",") if m.strip()]
+        result = run_baselines(out, _parse_suites(args.baseline_suites), models, args.limit)
+        record = {"mode": "baselines", "git": git_state(), "date": date, "command": command, "models": models,
+                  "seconds": time.perf_counter() - t0, "result": result}
+        md = write_baselines_report(out, record)
+        print(md.read_text())
+        if args.record:
+            for f in (md, out / "baselines.json"):
+                shutil.copyfile(f, ROOT / "bench" / "records" / f"{args.record}{f.suffix}")
+        return 0
+    from scenarios.heldout.splits import SPLITS
+
+    register_heldout()
+    tracks = [t.strip() for t in args.tracks.split(",") if t.strip()]
+    defects = QUICK_DEFECTS if args.quick else DEFECTS
+    cases = heldout_cases(args.quick, [c for c in args.cases.split(",") if c])
+    variants = prepare(out, cases, tracks, defects)
+    suites = write_suites(out, variants)
+    dirs = encode_all(out, variants)
+    print(f"{len(cases)} held-out cases, {len(variants)} videos x {len(dirs)} encodings; scoring", flush=True)
+    records = score(out, suites, dirs, tracks, variants)
+    stats = statistics(records)
+    record = {
+        "mode": "quick" if args.quick else "full", "git": git_state(), "date": date, "command": command,
+        "seconds": time.perf_counter() - t0, "track_versions": _track_versions(tracks),
+        "splits": {k: [str(p.relative_to(ROOT)) for p in v] for k, v in SPLITS.items()},
+        "cases": [{"id": c.id, "generator": c.metadata.get("generator"), "params": c.metadata.get("params"),
+                   "tracks": [t for t in c.tracks if t in tracks]} for c in cases],
+        "defects": {t: [[d, list(s)] for d, s in defects[t]] for t in tracks},
+        "encodings": {k: v for k, v in ENCODINGS.items()}, "statistics": stats,
+        "clean_scores": clean_scores(records), "records": records,
+    }
+    js, md, png = write_report(out, record)
+    print(md.read_text())
+    if args.record:
+        for f in (js, md, png):  # type: ignore[assignment]
+            if f is not None:
+                dst = ROOT / "bench" / "records" / f"{args.record}{f.suffix}"
+                if f.suffix == ".md":  # the image link names the recorded PNG
+                    dst.write_text(f.read_text().replace("(validity.png)", f"({args.record}.png)"))
+                else:
+                    shutil.copyfile(f, dst)
+        print(f"recorded bench/records/{args.record}.*")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

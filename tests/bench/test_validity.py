@@ -1,0 +1,119 @@
+"""The held-out validity harness (``bench/validity.py``): its statistics on a hand-made table, and one tiny
+end-to-end ``--quick`` run through the public CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "validity.py"
+
+
+@pytest.fixture(scope="module")
+def validity() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_validity", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rec(case: str, defect: str, s: float, value: float | None, enc: str = "lossless", metric: str = "score") -> dict:
+    return {"condition": "reference", "encoding": enc, "case": case, "track": "physics", "metric": metric,
+            "defect": defect, "strength": s, "value": value}
+
+
+def test_pair_accuracy_and_spearman_on_a_hand_made_table(validity):
+    records = [
+        # case a: clean 0.9 > 0.6 > 0.3 > 0.1 -> all 6 pairs right, rho 1
+        _rec("a", "clean", 0.0, 0.9), _rec("a", "teleport", 0.25, 0.6), _rec("a", "teleport", 0.5, 0.3),
+        _rec("a", "teleport", 1.0, 0.1),
+        # case b: clean 0.5, defects 0.7 (above clean), 0.5 (tie with clean), 0.2
+        # pairs (clean, .25) wrong, (clean, .5) tie, (clean, 1) right, (.25, .5) right, (.25, 1) right, (.5, 1) right
+        _rec("b", "clean", 0.0, 0.5), _rec("b", "teleport", 0.25, 0.7), _rec("b", "teleport", 0.5, 0.5),
+        _rec("b", "teleport", 1.0, 0.2),
+    ]
+    r = validity.statistics(records)["ranking"]["reference"]["lossless"]["physics"]["score"]
+    assert r["pairs"] == 12 and r["series"] == 2
+    assert r["pair_accuracy"] == pytest.approx((6 + 4.5) / 12)
+    # case b: values [0.5, 0.7, 0.5, 0.2] against -strength [0, -.25, -.5, -1]: ranks of values 2.5, 4, 2.5, 1
+    from scipy.stats import spearmanr
+
+    rho_b = spearmanr([0, -0.25, -0.5, -1], [0.5, 0.7, 0.5, 0.2]).statistic
+    assert r["spearman"] == pytest.approx((1.0 + rho_b) / 2)
+
+
+def test_a_constant_metric_is_undecided_not_perfect(validity):
+    records = [_rec("a", "clean", 0.0, 1.0), *[_rec("a", "vanish", s, 1.0) for s in (0.34, 0.67, 1.0)]]
+    r = validity.statistics(records)["ranking"]["reference"]["lossless"]["physics"]["score"]
+    assert r["pair_accuracy"] == pytest.approx(0.5) and r["spearman"] == 0.0
+
+
+def test_encoding_gap_is_the_largest_difference_to_the_lossless_score(validity):
+    records = [
+        _rec("a", "clean", 0.0, 0.90), _rec("a", "clean", 0.0, 0.86, "crf23"), _rec("a", "clean", 0.0, 0.70, "crf35"),
+        _rec("a", "vanish", 0.5, 0.40), _rec("a", "vanish", 0.5, 0.45, "crf23"), _rec("a", "vanish", 0.5, 0.41, "crf35"),
+        _rec("a", "vanish", 1.0, None, "crf23"),  # not scored: ignored, counted missing
+    ]
+    stats = validity.statistics(records)
+    g = stats["encoding_gap"]["reference"]["physics"]["score"]
+    assert g["max"] == pytest.approx(0.20) and g["clean_max"] == pytest.approx(0.20)
+    assert g["mean"] == pytest.approx((0.20 + 0.05) / 2) and g["videos"] == 2
+    assert g["per_encoding"] == pytest.approx({"crf23": 0.05, "crf35": 0.20})
+    assert stats["ranking"]["reference"]["crf23"]["physics"]["score"]["missing"] == 1
+
+
+def test_baseline_verdicts_per_track_mean_and_rows(validity):
+    rows = {"reference": {("physics", "c1", 0): 0.9, ("physics", "c2", 0): 0.4},
+            "repeat-first-frame": {("physics", "c1", 0): 0.2, ("physics", "c2", 0): 0.5},
+            "random": {("physics", "c1", 0): 0.1, ("physics", "c2", 0): None}}
+    v = validity.baseline_verdicts(rows, ["reference", "repeat-first-frame", "random"])["physics"]
+    assert v["rows"] == 1  # c2 has no random score: only rows every model has are compared
+    assert v["repeat-first-frame"]["mean_ok"] and v["random"]["cases_ok"] == 1
+    v2 = validity.baseline_verdicts({k: {kk: vv for kk, vv in m.items() if kk[1] == "c2"} for k, m in rows.items()
+                                     if k != "random"}, ["reference", "repeat-first-frame"])["physics"]
+    assert not v2["repeat-first-frame"]["mean_ok"] and v2["repeat-first-frame"]["failing"] == ["c2@s0: 0.400 vs 0.500"]
+
+
+def test_quick_run_end_to_end_scores_every_encoding_and_resumes(validity, tmp_path, monkeypatch):
+    """Two tiny held-out cases, one defect per track; the interaction and long-video tracks only (physics on a
+    tiny case is covered by the statistics above and the no-reference suite is checked for its contents)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    out = tmp_path / "v"
+    assert validity.main(["--quick", "--out", str(out), "--tracks", "interaction,longvideo",
+                          "--cases", "hq-photo-rocket"]) == 0
+    record = json.loads((out / "validity.json").read_text())
+    ranking = record["statistics"]["ranking"]["reference"]
+    assert set(ranking) == {"lossless", "crf23", "crf35_s0.75"}
+    for enc in ranking:
+        assert ranking[enc]["longvideo"]["score"]["pairs"] == 6  # clean + 3 strengths of one defect
+    # the crf23 file really is what users write
+    from worldolympiad.video.io import probe_encoding
+
+    info = probe_encoding(out / "videos" / "crf23" / "hq-photo-rocket.mp4")
+    assert info["chroma"] == "4:2:0" and info["lossless"] is False
+    assert (out / "validity.md").read_text().startswith("# Held-out validity report (quick)")
+    # a rerun reuses every row: the evaluator computes nothing new
+    runs_before = {p: p.stat().st_mtime for p in (out / "runs").glob("*/results.jsonl")}
+    assert validity.main(["--quick", "--out", str(out), "--tracks", "interaction,longvideo",
+                          "--cases", "hq-photo-rocket"]) == 0
+    assert {p: p.stat().st_mtime for p in (out / "runs").glob("*/results.jsonl")} == runs_before
+
+
+def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity, tmp_path):
+    validity.register_heldout()
+    out = tmp_path / "v"
+    cases = validity.heldout_cases(True, ["hq-shape-hexagon"])
+    variants = validity.prepare(out, cases, ["physics", "longvideo"], validity.QUICK_DEFECTS)
+    suites = validity.write_suites(out, variants)
+    noref = json.loads(suites["no_reference"].read_text())["cases"]
+    assert len(noref) == 4  # the clean video and three teleport strengths; no long-video defect
+    for rel in noref:
+        doc = json.loads((suites["no_reference"].parent / rel).read_text())
+        assert "reference" not in doc and doc["tracks"] == ["physics"]
+    ref_doc = json.loads((out / "render" / "cases" / "hq-shape-hexagon.json").read_text())
+    assert ref_doc["reference"].endswith("hq-shape-hexagon.mp4")
