@@ -218,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         plan = _plan(args)
+        if args.model.startswith("videos:"):
+            _print_input_warnings(args.model, args.suite, plan.seeds[0], args.limit)
         runs = [_run_model(args.model, args, plan)]
     except (UsageError, EvaluationError, ValueError) as e:
         print(f"evaluate-model: error: {e}", file=sys.stderr)
@@ -232,6 +234,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.strict and (failed or any(outcome.summary["errors"] for _, outcome in runs)):
         return 1
     return 0
+
+
+def _print_input_warnings(model: str, suite: str, seed: int, limit: int | None) -> None:
+    """Once per run, a summary of what in a ``videos:`` folder will weaken the evidence (4:2:0, lossy, size,
+    length, fps; :func:`worldolympiad.models.videos.video_input_warnings`). Never fails the run."""
+    from worldolympiad.models.videos import summarize_warnings, video_input_warnings
+    from worldolympiad.suites import load_suite_lenient
+
+    root, _, prefix = model.removeprefix("videos:").partition("#")
+    try:
+        cases = load_suite_lenient(suite).cases[:limit]
+        warnings = video_input_warnings(root, cases, seed=seed, prefix=prefix or None)
+    except Exception as e:  # noqa: BLE001 - the check is advice; the run reports real failures per case
+        logging.getLogger(__name__).debug("input check failed", exc_info=True)
+        print(f"input check: skipped ({type(e).__name__}: {e})")
+        return
+    lines = summarize_warnings([w for w in warnings if w.kind != "missing"], len(cases))
+    if lines:
+        print(f"input check of {root} (warnings; scores are still computed; "
+              f"`worldolympiad validate SUITE --videos DIR` lists every file):")
+        for line in lines:
+            print(f"  warning: {line}")
+        print()
 
 
 def _write_leaderboard(runs: Sequence[tuple[RunSpec, RunOutcome]], out: Path) -> Path | None:

@@ -30,6 +30,7 @@ examples:
   worldolympiad ls metrics                    # every track's metrics, bounds and weights (from track.yaml)
   worldolympiad ls suites                     # suites with case counts
   worldolympiad validate my_suite.json        # every problem with its JSON path; exit 1 if any
+  worldolympiad validate my_suite.json --videos gen/   # + warnings on the videos (4:2:0, lossy, size, length)
   worldolympiad score gen.mp4 --case case.json --reference ref.mp4 --tracks interaction,longvideo
   worldolympiad import data/worldolympiad --layout worldolympiad-damo --out wo.json
   worldolympiad scenarios render smoke out/   # reference videos + case files for your own model
@@ -265,6 +266,32 @@ def _report_problems(what: str, problems: Sequence[Any], n: int) -> int:
     return 0
 
 
+def cmd_validate_and_videos(args: argparse.Namespace) -> int:
+    """``validate`` (exit code from the case/suite check alone), then ``--videos DIR`` warnings when given."""
+    rc = cmd_validate(args)
+    if args.videos:
+        _print_video_warnings(args.target, args.videos)
+    return rc
+
+
+def _print_video_warnings(target: str, videos: str) -> None:
+    from worldolympiad.models.videos import summarize_warnings, video_input_warnings
+    from worldolympiad.suites import load_suite_lenient
+
+    root, _, prefix = videos.partition("#")
+    if not Path(root).is_dir():
+        raise UsageError(f"--videos {videos}: folder {root} not found; pass the folder holding <case_id>.mp4 files")
+    cases = load_suite_lenient(target).cases
+    warnings = video_input_warnings(root, cases, prefix=prefix or None)
+    for w in warnings:
+        print(f"warning: {w}")
+    lines = summarize_warnings(warnings, len(cases))
+    print(f"{videos}: {len(cases)} case(s) checked, "
+          + (f"{len(warnings)} warning(s) (scores are still computed; evidence is weaker):" if warnings else "no warnings"))
+    for line in lines:
+        print(f"  {line}")
+
+
 # ======================================================================== score
 
 
@@ -404,6 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("kind", choices=LS_KINDS)
     v = sub.add_parser("validate", help="check a case or suite file; every problem with its JSON path")
     v.add_argument("target", metavar="CASE_OR_SUITE")
+    v.add_argument("--videos", metavar="DIR[#PREFIX]",
+                   help="also check the videos a `--model videos:DIR` run would score: warns (exit code unchanged) "
+                        "about 4:2:0 chroma, lossy coding, another size or fps than the case, fewer frames, "
+                        "missing files; each warning says what it costs and how to fix it")
     s = sub.add_parser("score", help="score one video file of one case")
     s.add_argument("video", metavar="VIDEO")
     s.add_argument("--case", required=True, help="case JSON file")
@@ -459,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return dispatch(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "ls": cmd_ls, "validate": cmd_validate, "score": cmd_score, "import": cmd_import,
+        "ls": cmd_ls, "validate": cmd_validate_and_videos, "score": cmd_score, "import": cmd_import,
         "generate": cmd_generate,
     }
     try:

@@ -15,6 +15,10 @@ Two layouts are recognised, tried in this order for a case ``C`` and seed ``S``:
    it the folder must hold exactly one ``*_gen_C.mp4``. Chunk timestamps, when present,
    give the chunk boundaries of the video (captions/actions come from the case).
 
+:func:`video_input_warnings` checks such a folder before scoring (``worldolympiad validate SUITE --videos DIR``,
+and ``evaluate-model --model videos:DIR`` prints a summary): 4:2:0 chroma, lossy coding, another size, frame
+rate or fewer frames than the case make the evidence weaker, and each warning says what it costs and the fix.
+
 Video files are scored as they are (the evaluator links them into the run). An ``.npz`` of raw frames
 (``worldolympiad generate --format npz``, for machines without a video encoder) is instead treated as a
 model's fresh output: the evaluator stores it at the run's video settings and scores the decode.
@@ -23,6 +27,8 @@ model's fresh output: the evaluator stores it at the run's video settings and sc
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +143,120 @@ def _clip_chunks(chunks: tuple[Chunk, ...], num_frames: int) -> tuple[Chunk, ...
             break
         out.append(Chunk(c.index, c.frame_start, min(c.frame_end, num_frames), c.caption, c.action))
     return tuple(out)
+
+
+# --------------------------------------------------------------- input checks
+
+
+@dataclass(frozen=True)
+class InputWarning:
+    """Evidence in a ``videos:`` folder will be weaker than it could be (a warning, never an error).
+
+    Attributes:
+        kind: ``chroma_420`` | ``lossy`` | ``size`` | ``short`` | ``fps`` | ``missing``.
+        case_id: the case the file belongs to.
+        path: the video file (empty for ``missing``).
+        message: what was found, what it costs and how to fix it.
+    """
+
+    kind: str
+    case_id: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or self.case_id}: {self.message}"
+
+
+#: kind -> (what it costs, how to fix it); shared by the per-file and the summarised messages
+WARNING_TEXT: dict[str, tuple[str, str]] = {
+    "chroma_420": ("4:2:0 halves colour resolution in both directions, so 1-2 px objects and sprites lose their hue "
+                   "and trackers that find agents and objects by colour lose them",
+                   "write 4:4:4 (ffmpeg -pix_fmt yuv444p; imageio/diffusers: output_params=['-pix_fmt', 'yuv444p']) "
+                   "or lossless (-qp 0, or libx264rgb), or hand over raw frames (.npz)"),
+    "lossy": ("lossy compression blurs edges and adds blocking that optical flow, segmentation and drift signals "
+              "read as motion or change",
+              "encode at -qp 0 (lossless) or at least -crf 18, or hand over raw frames (.npz)"),
+    "size": ("object boxes and camera intrinsics of the case are in the case's pixels, and small objects shrink "
+             "further when the video is smaller",
+             "render at the case's resolution"),
+    "short": ("chunks past the video's end are dropped, their actions and captions go unjudged and the "
+              "long-video track splits fewer frames",
+              "generate the case's num_frames frames"),
+    "fps": ("per-frame motion is compared with the case's per-frame actions and physics at the case's frame rate",
+            "write the video at the case's fps"),
+    "missing": ("the case gets a failed row for this model", "generate it, or fix the file name (<case_id>.mp4)"),
+}
+
+
+def _warn(kind: str, case_id: str, path: str, found: str) -> InputWarning:
+    cost, fix = WARNING_TEXT[kind]
+    return InputWarning(kind, case_id, path, f"{found}; {cost}. Fix: {fix}.")
+
+
+def video_input_warnings(root: str | Path, cases: Sequence[Case], *, seed: int = 0,
+                         prefix: str | None = None) -> list[InputWarning]:
+    """Check the files a ``videos:ROOT[#PREFIX]`` model would serve for ``cases`` without decoding them whole.
+
+    Reads each file's stream header (PyAV: codec, pixel format, x264 settings, size, frame count, fps) and
+    warns about 4:2:0 chroma, lossy coding, a size other than the case's resolution, fewer frames than the
+    case's ``num_frames`` and another frame rate. Raw ``.npz`` frames are exact by construction; only their
+    shape is checked.
+
+    Returns:
+        one :class:`InputWarning` per finding, in case order.
+    """
+    model = VideosModel(f"{root}#{prefix}" if prefix else str(root))
+    out: list[InputWarning] = []
+    for case in cases:
+        try:
+            path, _ = model.find(case, seed)
+        except ModelError as e:
+            out.append(_warn("missing", case.id, "", str(e)))
+            continue
+        if path.suffix.lower() == ".npz":
+            import numpy as np
+
+            with np.load(path) as z:
+                key = "frames" if "frames" in z.files else z.files[0]
+                shape = z[key].shape
+            n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
+            fps, chroma, lossless, codec, settings = float(case.fps), "4:4:4", True, "raw", ""
+        else:
+            from worldolympiad.video.io import VideoError, probe_encoding
+
+            try:
+                info = probe_encoding(path)
+            except VideoError as e:
+                out.append(_warn("missing", case.id, str(path), f"cannot be read ({e})"))
+                continue
+            n, h, w, fps = int(info["num_frames"]), int(info["height"]), int(info["width"]), float(info["fps"])
+            chroma, lossless, codec, settings = info["chroma"], info["lossless"], info["codec"], info["settings"]
+        if chroma == "4:2:0":
+            out.append(_warn("chroma_420", case.id, str(path), f"{codec} with 4:2:0 chroma"))
+        if lossless is False:
+            import re
+
+            rc = re.search(r"(?:^| )(crf=[\d.]+|qp=\d+)", settings)
+            out.append(_warn("lossy", case.id, str(path), f"lossy {codec}" + (f" ({rc.group(1)})" if rc else "")))
+        want_h, want_w = case.resolution
+        if (h, w) != (int(want_h), int(want_w)):
+            out.append(_warn("size", case.id, str(path), f"the video is {w}x{h} px, the case asks for {want_w}x{want_h}"))
+        if n and n < case.num_frames:
+            out.append(_warn("short", case.id, str(path), f"{n} frames, the case has {case.num_frames}"))
+        if fps and abs(fps - float(case.fps)) > 0.01 * float(case.fps):
+            out.append(_warn("fps", case.id, str(path), f"{fps:g} fps, the case runs at {float(case.fps):g}"))
+    return out
+
+
+def summarize_warnings(warnings: Sequence[InputWarning], total: int, examples: int = 3) -> list[str]:
+    """One line per kind of finding: how many of ``total`` videos, a few file names, the cost and the fix."""
+    lines = []
+    for kind, (cost, fix) in WARNING_TEXT.items():
+        hits = [w for w in warnings if w.kind == kind]
+        if not hits:
+            continue
+        names = ", ".join(Path(w.path).name or w.case_id for w in hits[:examples]) + (", ..." if len(hits) > examples else "")
+        detail = hits[0].message.split(";")[0]
+        lines.append(f"{kind}: {len(hits)} of {total} video(s) ({names}; e.g. {detail}): {cost}. Fix: {fix}.")
+    return lines
