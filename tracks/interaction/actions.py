@@ -224,19 +224,22 @@ def expected_motion(action: Action, case: Case, frames: int = 1) -> ExpectedMoti
 
 
 def agent_appearance(case: Case) -> dict[str, Any] | None:
-    """Colour (and search window in output pixels) of the agent sprite, when known.
+    """Colour (and search window in the case's pixels) of the agent sprite, when known.
+
+    ``resolution`` is the case's ``[H, W]``: the window is mapped onto a video of another size.
 
     From ``action_space["agent_color"]`` / ``["agent_window"]``, a ``physics.objects`` entry
     named like the agent, or the shipped Atari defaults.
     """
+    res = [int(case.height), int(case.width)]
     space = case.metadata.get("action_space") or {}
     if isinstance(space, dict) and space.get("agent_color"):
-        return {"color": space["agent_color"], "window": space.get("agent_window")}
+        return {"color": space["agent_color"], "window": space.get("agent_window"), "resolution": res}
     agent = space.get("agent") if isinstance(space, dict) else None
     if case.physics is not None:
         for o in case.physics.objects:
             if o.get("color") and (o.get("name") == agent or o.get("role") == "agent"):
-                return {"color": o["color"], "window": None}
+                return {"color": o["color"], "window": None, "resolution": res}
     game = str(case.metadata.get("game") or "")
     atari = default_vocabularies().get("atari_agents", {})
     if game in atari:
@@ -247,5 +250,5 @@ def agent_appearance(case: Case) -> dict[str, Any] | None:
         # one native pixel of slack around the window: resizing blurs sprite edges
         window = {"rows": [max(0, int(w["rows"][0] * sy) - 1), int(math.ceil(w["rows"][1] * sy)) + 1],
                   "cols": [max(0, int(w["cols"][0] * sx) - 1), int(math.ceil(w["cols"][1] * sx)) + 1]}
-        return {"color": a["color"], "window": window}
+        return {"color": a["color"], "window": window, "resolution": res}
     return None

@@ -90,28 +90,50 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
                                color_scale: float = 40.0) -> dict[str, Any]:
     """Does the tracked agent keep its size and colour across chunks? (1 = identical)
 
-    Per chunk: the median area and mean colour of the tracked component over the frames where
-    it was found. Similarity to the first chunk = ``exp(-|colour difference| / color_scale) *
-    sqrt(min(area ratio, 1 / area ratio))``; the area term only counts when both areas are at
-    least ``MIN_AREA_PX`` pixels (a sprite of a few pixels changes area by resampling alone). A
-    chunk where the agent is never found scores 0.
+    Per chunk: the median area and median colour of the tracked component over the frames where
+    it was found, and how much they jitter from frame to frame inside the chunk. Similarity to the
+    first chunk = ``exp(-excess colour difference / color_scale) * sqrt(excess area ratio)``, where
+    only the part of a difference beyond twice the within-chunk jitter counts: a lossy codec
+    re-tints a 2 px sprite differently at every position (4:2:0 chroma blocks), and that noise
+    is not a change of identity (version 2 counted it). The area term only counts when both areas
+    are at least ``MIN_AREA_PX`` pixels (a sprite of a few pixels changes area by resampling alone).
+    A chunk where the agent is never found scores 0.
     """
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
-    desc = []
+    desc: list[tuple[float, np.ndarray | None] | None] = []
+    jitter_c: list[float] = []
+    jitter_a: list[float] = []
     for c in chunks:
         a = areas[c.frame_start : c.frame_end]
         col = colors[c.frame_start : c.frame_end]
-        ok = (a > 0) & np.isfinite(col).all(axis=1)
-        desc.append((float(np.median(a[ok])), col[ok].mean(axis=0)) if ok.any() else None)
+        ok = a > 0
+        if not ok.any():
+            desc.append(None)
+            continue
+        has_col = ok & np.isfinite(col).all(axis=1)
+        med = np.median(col[has_col], axis=0) if has_col.any() else None
+        desc.append((float(np.median(a[ok])), med))
+        if med is not None and has_col.sum() >= 3:
+            jitter_c.append(float(np.median(np.linalg.norm(col[has_col] - med, axis=1))))
+        if ok.sum() >= 3:
+            la = np.log(np.maximum(a[ok], 1.0))
+            jitter_a.append(float(np.median(np.abs(la - np.median(la)))))
+    jc = 2.0 * float(np.median(jitter_c)) if jitter_c else 0.0
+    ja = 2.0 * float(np.median(jitter_a)) if jitter_a else 0.0
     sims = []
     for d in desc[1:]:
         if desc[0] is None or d is None:
             sims.append(0.0)  # the tracked identity vanished in this chunk
             continue
-        ratio = min(d[0], desc[0][0]) / max(d[0], desc[0][0]) if min(d[0], desc[0][0]) >= MIN_AREA_PX else 1.0
-        sims.append(float(np.exp(-np.linalg.norm(d[1] - desc[0][1]) / color_scale) * np.sqrt(ratio)))
-    return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "area+colour", "region": "agent"}
+        if min(d[0], desc[0][0]) >= MIN_AREA_PX:
+            ratio = float(np.exp(-max(0.0, abs(np.log(d[0] / desc[0][0])) - ja)))
+        else:
+            ratio = 1.0
+        dc = 0.0 if d[1] is None or desc[0][1] is None else max(0.0, float(np.linalg.norm(d[1] - desc[0][1])) - jc)
+        sims.append(float(np.exp(-dc / color_scale) * np.sqrt(ratio)))
+    return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "area+colour", "region": "agent",
+            "jitter": {"colour": round(jc / 2.0, 3), "log_area": round(ja / 2.0, 4)}}
 
 
 def calibrate_identity(video: Sequence[float], reference: Sequence[float] | None) -> dict[str, Any]:

@@ -111,17 +111,288 @@ def _track_components(masks: np.ndarray, min_area: int = 2,
     return out, areas, chosen
 
 
+def to_ycc(rgb: np.ndarray) -> np.ndarray:
+    """RGB → ``float32 [..., 3]`` (Y, Cb, Cr), BT.601 full range: the space H.264 stores.
+
+    Luma keeps the full resolution in a 4:2:0 video; chroma is stored at half resolution, so a
+    1-2 px sprite keeps its brightness but loses most of its hue (it is averaged with the pixels
+    around it). Matching an agent in this space lets the two be weighed apart.
+    """
+    x = np.asarray(rgb, dtype=np.float32)
+    y = x @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    return np.stack([y, 0.564 * (x[..., 2] - y), 0.713 * (x[..., 0] - y)], axis=-1)
+
+
+def luma_noise(y: np.ndarray) -> float:
+    """Robust standard deviation of the luma noise of ``y`` (``float [T, h, w]``), in grey levels.
+
+    Measured on temporal differences of pixels that barely change (the static background
+    carries the coding noise and nothing else): ``1.4826 * MAD / sqrt(2)``. Never below 1.
+    """
+    if len(y) < 2:
+        return 1.0
+    d = np.abs(np.diff(y, axis=0)).ravel()
+    d = d[d < np.percentile(d, 90) + 1e-6]  # moving edges are not noise
+    return max(1.0, float(1.4826 * np.median(d) / np.sqrt(2.0)) if d.size else 1.0)
+
+
+def _local_background(ycc: np.ndarray, k: int) -> np.ndarray:
+    """Per-frame spatial median of each YCbCr channel over ``k x k`` pixels (``k`` odd): the colour
+    *around* each pixel, with sprites smaller than half the kernel removed."""
+    import cv2
+
+    out = np.empty_like(ycc)
+    off = np.array([0.0, 128.0, 128.0], dtype=np.float32)
+    for t in range(len(ycc)):
+        for ch in range(3):
+            u8 = np.clip(ycc[t, ..., ch] + off[ch], 0, 255).astype(np.uint8)
+            out[t, ..., ch] = cv2.medianBlur(u8, k).astype(np.float32) - off[ch]
+    return out
+
+
+# A pixel is "agent" when it holds at least this fraction of the agent's contrast against its
+# surroundings. Below half a pixel of coverage a sprite blurred by a resize or smeared by the codec
+# is still brighter (or darker) than its background by this much; background noise is not.
+MIN_AGENT_FRACTION = 0.3
+# Colour past the agent's own by more than this fraction of the contrast is something else
+# (a brighter wall behind a dim sprite).
+MAX_AGENT_FRACTION = 1.35
+# Chroma may fade (4:2:0 averages a small sprite's hue with its neighbours) but not turn: the
+# pixel's chroma change against its surroundings must not point away from the agent's, and its
+# component across the agent's direction stays within this fraction of the agent's chroma contrast.
+MAX_CROSS_CHROMA = 0.6
+# Share of the agent's chroma contrast a pixel keeps when the agent covers its whole neighbourhood
+# after 4:2:0 subsampling and coding (half: the codec's chroma quantiser is coarser than luma's).
+CHROMA_KEPT = 0.5
+
+
+def _box3(a: np.ndarray, median: bool = False) -> np.ndarray:
+    """3 x 3 mean (or median) over the last two axes of ``[T, h, w]`` (edges replicated)."""
+    import cv2
+
+    if median:
+        return np.stack([cv2.medianBlur(np.ascontiguousarray(f, dtype=np.float32), 3) for f in a])
+    return np.stack([cv2.blur(np.ascontiguousarray(f, dtype=np.float32), (3, 3), borderType=cv2.BORDER_REPLICATE)
+                     for f in a])
+
+
+def background_kernel(shape: tuple[int, ...]) -> int:
+    """Side (odd) of the window the surroundings are taken over: a sixth of the frame's smaller side."""
+    return max(5, min(int(shape[0]), int(shape[1])) // 6) | 1
+
+
+def _local_texture(dy: np.ndarray, k: int) -> np.ndarray:
+    """Robust spread (1.4826 x median absolute luma deviation) of each pixel's surroundings, ``[T, h, w]``."""
+    import cv2
+
+    return np.stack([1.4826 * cv2.medianBlur(np.clip(np.abs(f), 0, 255).astype(np.uint8), k).astype(np.float32)
+                     for f in dy])
+
+
+def agent_likelihood(rgb: np.ndarray, color: np.ndarray, background: np.ndarray | None = None,
+                     sigma: float | None = None, texture: np.ndarray | None = None) -> np.ndarray:
+    """Fraction of each pixel's colour explained by the agent: ``float [T, h, w]``, 0 where it is not agent-like.
+
+    Model: ``pixel = beta * agent + (1 - beta) * surroundings`` (a sprite partly covering a pixel,
+    blurred by a resize, or smeared by the codec). ``beta`` is read from luma, which H.264 keeps
+    at full resolution; where the agent has no luma contrast with its surroundings, from chroma.
+    Chroma only vetoes: the pixel's hue change may be weaker than the agent's (4:2:0 averages it)
+    but must point the same way. Pixels that simply have the agent's colour (large objects, whose
+    surroundings are themselves) score 1.
+
+    Args:
+        rgb: ``uint8 [T, h, w, 3]`` frames (or a window of them).
+        color: the agent's RGB colour.
+        background: ``float [T, h, w, 3]`` YCbCr surroundings (default: a per-frame spatial median
+            over a sixth of the smaller side).
+        sigma: luma noise in grey levels (default: measured with :func:`luma_noise`).
+        texture: ``float [T, h, w]`` robust luma spread of the surroundings (default: computed
+            over the same window as the background).
+    """
+    x = to_ycc(rgb)
+    a = to_ycc(np.asarray(color, dtype=np.float32))
+    if background is None:
+        background = _local_background(x, background_kernel(rgb.shape[1:3]))
+    s = luma_noise(x[..., 0]) if sigma is None else sigma
+    d = x - background  # [T, h, w, 3] change against the surroundings
+    # the surroundings' own texture: a pixel must stand out of it, not just differ from its median
+    if texture is None:
+        texture = _local_texture(d[..., 0], background_kernel(rgb.shape[1:3]))
+    D = a - background  # what a pixel fully covered by the agent would show
+    dy, Dy = d[..., 0], D[..., 0]
+    dc, Dc = d[..., 1:], D[..., 1:]
+    Dc2 = (Dc**2).sum(-1)
+    luma_ok = np.abs(Dy) >= 4.0 * s + 8.0  # the agent stands out in brightness here
+    chroma_ok = Dc2 >= (4.0 * s + 8.0) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta_y = np.where(luma_ok, dy / Dy, 0.0)
+        gamma = np.where(chroma_ok, (dc * Dc).sum(-1) / Dc2, 0.0)
+        cross = np.where(chroma_ok, np.linalg.norm(dc - gamma[..., None] * Dc, axis=-1) / np.sqrt(Dc2), 0.0)
+    beta = np.where(luma_ok, beta_y, gamma)
+    # a luma change within the texture of the surroundings is texture, not a sprite
+    beta = np.where(luma_ok & (np.abs(dy) < 3.0 * texture + 3.0 * s), 0.0, beta)
+    # Chroma is expected in proportion to how much of the pixel's neighbourhood the agent covers:
+    # 4:2:0 stores one chroma sample per 2 x 2 pixels, so a 1-2 px sprite keeps little of its hue,
+    # but a pixel inside a larger agent-bright region (a shadow, a grey wall) must show the hue too.
+    cover = _box3(np.clip(np.where(luma_ok, beta_y, 0.0), 0.0, 1.0))
+    hue_ok = ~chroma_ok | ((gamma >= CHROMA_KEPT * cover - 0.15) & (cross <= MAX_CROSS_CHROMA))
+    # the agent's own colour, matched directly (a large object is its own surroundings): luma within
+    # the noise, chroma at least half the agent's and pointing its way
+    direct = np.abs(x[..., 0] - a[0]) <= 3.0 * s + 10.0
+    a_c2 = float(a[1:] @ a[1:])
+    if a_c2 > (4.0 * s + 8.0) ** 2:
+        direct &= (x[..., 1:] @ a[1:]) / a_c2 >= 0.5
+    lik = np.where((beta >= MIN_AGENT_FRACTION) & (beta <= MAX_AGENT_FRACTION) & hue_ok, np.minimum(beta, 1.0), 0.0)
+    return np.where(direct, 1.0, lik).astype(np.float32)
+
+
+def scale_window(window: dict | None, resolution: tuple[int, int] | None, shape: tuple[int, int]) -> dict | None:
+    """A search window given in ``resolution`` (the case's ``[H, W]``) pixels mapped onto frames of ``shape``.
+
+    Videos come at any size: a window kept in case pixels would cut a resized video's agent out.
+    """
+    if window is None or resolution is None or tuple(resolution) == tuple(shape):
+        return window
+    sy, sx = shape[0] / resolution[0], shape[1] / resolution[1]
+    r0, r1 = window.get("rows", [0, resolution[0]])
+    c0, c1 = window.get("cols", [0, resolution[1]])
+    # widen by a pixel: the resize blurs the sprite's edge across the window's border
+    return {"rows": [max(0, int(np.floor(r0 * sy)) - 1), int(np.ceil(r1 * sy)) + 1],
+            "cols": [max(0, int(np.floor(c0 * sx)) - 1), int(np.ceil(c1 * sx)) + 1]}
+
+
+# Tracking a likelihood map (:func:`_track_likelihood`): a frame's candidate components are those
+# holding at least half of the frame's peak likelihood ("full width at half maximum": a faint,
+# blurred sprite keeps its shape, a faint background speckle beside a strong sprite drops out).
+HALF_MAXIMUM = 0.5
+MAX_CANDIDATES = 6
+STATIC_WEIGHT = 0.25  # evidence of a component lying on static agent-coloured structure
+JUMP_COST = 2.0  # path cost of a jump across the whole window diagonal, in units of one frame's best evidence
+START_COST = 4.0  # cost of starting a diagonal away from the given start position
+
+
+def _track_likelihood(lik: np.ndarray, static: np.ndarray | None = None, start: tuple[float, float] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The most likely path of one agent through the components of ``lik`` (``float [T, h, w]``).
+
+    Each frame offers up to ``MAX_CANDIDATES`` components (connected pixels at or above half the
+    frame's peak) or "not seen". A path earns each chosen component's evidence (its peak
+    likelihood relative to the frame's best, down-weighted on static structure) and pays for every jump
+    in proportion to its length; dynamic programming (Viterbi) picks the best path, so one frame's
+    distractor (a ball of the paddle's colour, a passing car, a codec speckle) cannot pull the
+    track away, and a start position (an object's box) anchors the first frame.
+
+    Returns:
+        centroids ``[T, 2]`` (x, y; NaN when not seen), areas ``[T]`` and the chosen masks ``[T, h, w]``.
+    """
+    import cv2
+
+    T, h, w = lik.shape
+    diag = float(np.hypot(h, w))
+    cands: list[list[tuple[float, np.ndarray, int, np.ndarray]]] = []
+    for t in range(T):
+        # the peak of what moves: a bright static wall of the agent's colour must not push a faint
+        # moving sprite below half maximum
+        moving = lik[t][~static] if static is not None and static.any() else lik[t]
+        peak = float(moving.max()) if moving.size and moving.max() > 0 else float(lik[t].max())
+        out: list[tuple[float, np.ndarray, int, np.ndarray]] = []
+        if peak > 0:
+            m = (lik[t] >= HALF_MAXIMUM * peak).astype(np.uint8)
+            n, labels, stats, cents = cv2.connectedComponentsWithStats(m)
+            for i in range(1, n):
+                comp = labels == i
+                # the most agent-like thing, not the largest: a long static band of half the agent's
+                # contrast must not outweigh a small sprite of its full colour
+                mass = float(lik[t][comp].max())
+                if static is not None and static[comp].mean() >= 0.5:
+                    mass *= STATIC_WEIGHT
+                out.append((mass, cents[i], int(stats[i, cv2.CC_STAT_AREA]), comp))
+            out.sort(key=lambda c: -c[0])
+            out = out[:MAX_CANDIDATES]
+            best = out[0][0] if out else 1.0
+            out = [(m_ / best, c, a, comp) for m_, c, a, comp in out]
+        cands.append(out)
+    # Viterbi over states: j < len(cands[t]) = that component; then "lost" (seen before, not now:
+    # no evidence, and the next sighting may be anywhere) and "not yet seen" (the first sighting pays
+    # for its distance from ``start``)
+    def start_cost(c: np.ndarray) -> float:
+        return 0.0 if start is None else START_COST * float(np.linalg.norm(c - np.asarray(start))) / diag
+
+    score: list[np.ndarray] = []
+    back: list[np.ndarray] = []
+    for t in range(T):
+        n = len(cands[t])
+        ev = np.array([c[0] for c in cands[t]] + [0.0, 0.0])
+        first = np.array([start_cost(c[1]) for c in cands[t]])
+        if t == 0:
+            score.append(np.r_[ev[:n] - first, -np.inf, 0.0])
+            back.append(np.full(n + 2, -1))
+            continue
+        prev = cands[t - 1]
+        m = len(prev)
+        cost = np.full((m + 2, n + 2), np.inf)
+        for i, pa in enumerate(prev):
+            for j, pb in enumerate(cands[t]):
+                cost[i, j] = JUMP_COST * float(np.linalg.norm(pa[1] - pb[1])) / diag
+            cost[i, n] = 0.0  # a component -> lost
+        cost[m, :n] = 0.0  # lost -> a component
+        cost[m, n] = 0.0  # lost -> lost
+        cost[m + 1, :n] = first  # not yet seen -> first sighting
+        cost[m + 1, n + 1] = 0.0  # not yet seen -> not yet seen
+        tot = score[-1][:, None] - cost  # [prev, cur]
+        arg = tot.argmax(axis=0)
+        score.append(tot[arg, np.arange(n + 2)] + ev)
+        back.append(arg)
+    centroids = np.full((T, 2), np.nan)
+    areas = np.zeros(T)
+    chosen = np.zeros(lik.shape, dtype=bool)
+    peaks = np.zeros(T)
+    j = int(np.argmax(score[-1]))
+    for t in range(T - 1, -1, -1):
+        if j < len(cands[t]):
+            _, c, a, comp = cands[t][j]
+            centroids[t], areas[t], chosen[t] = c, a, comp
+            peaks[t] = float(lik[t][comp].max())
+        j = int(back[t][j]) if t > 0 else j
+    # half maximum along time too: a sighting far fainter than the path's typical one is a speckle
+    # the path settled for while the agent was gone, not the agent
+    seen = areas > 0
+    if seen.any():
+        faint = seen & (peaks < HALF_MAXIMUM * float(np.median(peaks[seen])))
+        centroids[faint], areas[faint], chosen[faint] = np.nan, 0.0, False
+    return centroids, areas, chosen
+
+
 def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
-                     tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     tol: float | None = None, start: tuple[float, float] | None = None,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Centroids of the agent's component per frame, from :func:`agent_likelihood` inside ``window``.
+
+    ``tol`` is accepted for compatibility and ignored: the tolerance comes from the measured noise.
+    ``start``: where the agent is in the first frame (x, y pixels), when known (an object's box).
+    """
     T, h, w = rgb.shape[:3]
     r0, r1 = (window or {}).get("rows", [0, h])
     c0, c1 = (window or {}).get("cols", [0, w])
     r0, r1, c0, c1 = max(0, int(r0)), min(h, int(r1)), max(0, int(c0)), min(w, int(c1))
-    sub = rgb[:, r0:r1, c0:c1].astype(np.float32)
-    masks = np.linalg.norm(sub - color[None, None, None, :], axis=-1) <= tol  # [T, h', w']
-    static = np.linalg.norm(np.median(sub, axis=0) - color, axis=-1) <= tol
+    if r1 <= r0 or c1 <= c0:
+        return np.full((T, 2), np.nan), np.zeros(T), np.zeros((T, h, w), dtype=bool)
+    x = to_ycc(rgb)
+    k = background_kernel((h, w))
+    bg_full = _local_background(x, k)
+    tex = _local_texture(x[..., 0] - bg_full[..., 0], k)[:, r0:r1, c0:c1]
+    bg = bg_full[:, r0:r1, c0:c1]
+    sub = rgb[:, r0:r1, c0:c1]
+    sigma = luma_noise(x[:, r0:r1, c0:c1, 0])
+    lik = agent_likelihood(sub, color, bg, sigma, tex)
+    # static structure of the agent's colour (a wall, a lane line): agent-like in the temporal median
+    med = np.median(sub.astype(np.float32), axis=0)[None]
+    static = agent_likelihood(med, color, np.median(bg, axis=0)[None], sigma, np.median(tex, axis=0)[None])[0] > 0
+    if start is not None:
+        start = (float(start[0]) - c0, float(start[1]) - r0)
     # one pixel is enough: colour + window are specific, and small renders shrink sprites to a pixel
-    cents, areas, chosen = _track_components(masks, min_area=1, static=static)
+    # with a start position (an object's box) the object itself may well be static: no demotion
+    cents, areas, chosen = _track_likelihood(lik, static if start is None else None, start)
     full = np.zeros((T, h, w), dtype=bool)
     full[:, r0:r1, c0:c1] = chosen
     return cents + np.array([c0, r0], dtype=np.float64), areas, full
@@ -133,13 +404,25 @@ def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> tuple[np.ndarray,
     return _track_components(masks, min_area=4)
 
 
-def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float = 60.0) -> MotionSeries:
-    """Displacement of the agent sprite between frames (full resolution: sprites are small)."""
+def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float | None = None) -> MotionSeries:
+    """Displacement of the agent sprite between frames (full resolution: sprites are small).
+
+    ``appearance``: ``{"color": RGB, "window": {"rows", "cols"} | None, "resolution": [H, W] | None}``
+    (:func:`tracks.interaction.actions.agent_appearance`); the window is in ``resolution`` pixels
+    and is mapped onto the video's size.
+    """
     frames = np.asarray(frames)
     w = frames.shape[2]
     if appearance and appearance.get("color") is not None:
-        pos, areas, chosen = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32),
-                                              appearance.get("window"), tol)
+        res = appearance.get("resolution")
+        window = scale_window(appearance.get("window"), res, frames.shape[1:3])
+        start = None
+        if appearance.get("box") is not None:  # [x0, y0, x1, y1] in the first frame, case pixels
+            x0, y0, x1, y1 = (float(v) for v in appearance["box"])
+            sx, sy = (frames.shape[2] / res[1], frames.shape[1] / res[0]) if res else (1.0, 1.0)
+            start = ((x0 + x1) / 2 * sx, (y0 + y1) / 2 * sy)
+        pos, areas, chosen = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32), window, tol,
+                                              start)
         src = frames
     else:
         src = resize_rgb(frames, 256)
@@ -151,5 +434,23 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
     for t in range(len(frames)):
         if chosen[t].any():
             colors[t] = src[t][chosen[t]].mean(axis=0)
-    trans = np.diff(pos, axis=0) / w
+    trans = np.diff(_bridge_gaps(pos), axis=0) / w
     return MotionSeries(trans, np.zeros(len(trans)), "agent", pos, areas, colors)
+
+
+def _bridge_gaps(pos: np.ndarray) -> np.ndarray:
+    """Positions ``[T, 2]`` with frames where the agent was not seen *between* two sightings filled
+    by linear interpolation (before the first and after the last sighting stay NaN).
+
+    A heavily compressed video drops a small sprite in some frames (the codec skips the block);
+    the agent did not stop there, and a chunk's motion is still read from its sightings.
+    """
+    out = pos.copy()
+    seen = np.isfinite(pos).all(axis=1)
+    if seen.sum() < 2:
+        return out
+    idx = np.flatnonzero(seen)
+    inner = np.arange(idx[0], idx[-1] + 1)
+    for k in range(2):
+        out[inner, k] = np.interp(inner, idx, pos[idx, k])
+    return out

@@ -100,9 +100,14 @@ class InteractionTrack(Track):
         if rv is None:
             return None
         if rv.frames.shape != frames.shape:
-            details["reference_skipped"] = (f"reference shape {rv.frames.shape} differs from the video's "
-                                            f"{frames.shape}; compared with the vocabulary only, identity not calibrated")
-            return None
+            fitted = _fit_reference(rv.frames, frames.shape)
+            if fitted is None:
+                details["reference_skipped"] = (f"reference shape {rv.frames.shape} differs from the video's "
+                                                f"{frames.shape} (another length or aspect ratio); compared with "
+                                                "the vocabulary only, identity not calibrated")
+                return None
+            details["reference_resized"] = {"from": list(rv.frames.shape[1:3]), "to": list(frames.shape[1:3])}
+            return fitted
         return rv.frames
 
     def _following(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ref: np.ndarray | None,
@@ -203,7 +208,8 @@ class InteractionTrack(Track):
         if app is not None:
             targets.append(("agent", app))
         elif case.physics is not None:
-            targets += [(str(o.get("name", i)), {"color": o["color"], "window": None})
+            targets += [(str(o.get("name", i)), {"color": o["color"], "window": None, "box": o.get("box"),
+                                                 "resolution": [case.height, case.width]})
                         for i, o in enumerate(case.physics.objects) if o.get("color")]
         if not targets:
             return identity_consistency(frames, chunks, scorer)
@@ -232,6 +238,22 @@ class InteractionTrack(Track):
         if r["score"] is None:
             return spec["vlm_rubric"].failed("the judge answered no rubric item: " + "; ".join(r["failures"].values())[:500])
         return spec["vlm_rubric"].value(r["score"], {"items": r["items"], "failures": r["failures"]})
+
+
+def _fit_reference(ref: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The reference resized to a video of ``shape`` (``[T, H, W, 3]``), or ``None`` when it cannot stand in.
+
+    Users write their videos at any size: a reference of the same length and aspect ratio (within
+    2 %, the rounding of even sizes) is the same footage at another scale, and every motion the
+    track compares is a fraction of the image size.
+    """
+    import cv2
+
+    T, H, W = shape[:3]
+    if len(ref) != T or abs((ref.shape[2] / ref.shape[1]) / (W / H) - 1.0) > 0.02:
+        return None
+    interp = cv2.INTER_AREA if ref.shape[2] > W else cv2.INTER_LINEAR
+    return np.stack([cv2.resize(np.ascontiguousarray(f), (W, H), interpolation=interp) for f in ref])
 
 
 def _chunks_for(video: Video, case: Case) -> tuple[Chunk, ...]:

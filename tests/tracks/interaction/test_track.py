@@ -80,9 +80,10 @@ def test_identity_consistency_drops_when_the_agent_changes_colour(synth):
     b = agent_motion(swapped, None)
     assert agent_identity_consistency(chunks, a.areas, a.colors)["mean"] > 0.8
     assert agent_identity_consistency(chunks, b.areas, b.colors)["mean"] < 0.1
-    # with the colour known, the agent that changed colour is not found any more: identity lost
+    # with the colour known, the agent that changed colour is not found any more (at most a photo pixel
+    # of a similar brightness is, far from the agent's colour): identity lost
     c = agent_motion(swapped, {"color": [40, 220, 240]})
-    assert agent_identity_consistency(chunks, c.areas, c.colors)["mean"] == 0.0
+    assert agent_identity_consistency(chunks, c.areas, c.colors)["mean"] < 0.05
 
 
 def test_frame_identity_consistency_for_camera_scenes(synth):
@@ -162,7 +163,7 @@ def test_identity_of_the_case_objects_is_tracked_by_colour(synth, tmp_path):
         m = next(m for m in out.metrics if m.name == "identity_consistency")
         assert m.details["region"] == "objects"
         scores.append(m.raw)
-    assert scores[0] > 0.8 and scores[1] == 0.0
+    assert scores[0] > 0.8 and scores[1] < 0.05
 
 
 def test_identity_calibration_divides_by_the_reference_and_caps_at_one():
