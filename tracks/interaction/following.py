@@ -84,6 +84,19 @@ class FollowingReport:
         return float(np.mean([c.direction_ok for c in self.chunks])) if self.chunks else None
 
     @property
+    def moved_fraction(self) -> float | None:
+        """Share of the chunks whose action asks for motion (and whose reference, if any, shows it) in
+        which the video moved above the noise floor; ``None`` when no chunk asks for motion."""
+        asked = [c for c in self.chunks if c.mode != "none" and c.expectation == "vocabulary"]
+        if not asked:
+            return None
+        def moved(c: ChunkFollowing) -> bool:
+            v = np.asarray(c.mean_motion, dtype=np.float64)
+            floor = ZOOM_FLOOR if c.mode == "zoom" else TRANSLATE_FLOOR
+            return bool(np.isfinite(v).all() and float(np.linalg.norm(v)) > floor)
+        return float(np.mean([moved(c) for c in asked]))
+
+    @property
     def magnitude_error(self) -> float | None:
         vals = [c.magnitude_error for c in self.chunks if c.magnitude_error is not None]
         return float(np.mean(vals)) if vals else None
@@ -99,6 +112,7 @@ class FollowingReport:
     def to_dict(self) -> dict[str, Any]:
         return {"chunks": [c.to_dict() for c in self.chunks], "delay_frames": self.delay_frames,
                 "delay_method": self.delay_method, "correlation": self.correlation, "errors": self.errors,
+                "moved_fraction": self.moved_fraction,
                 "chance": self.chance, "chance_reason": self.chance_reason}
 
 

@@ -70,6 +70,15 @@ class InteractionTrack(Track):
         with ctx.timed("consistency"):
             metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details)
 
+        still = _stillness(details)
+        if still is not None:
+            # A video that never moves where its actions ask for motion has no transitions to smooth and
+            # keeps every identity by doing nothing: those metrics cannot tell it from a good video, and
+            # scoring them perfect lifted a frozen first frame to 0.59 on Atari (issue 56). They say so.
+            details["stillness"] = still
+            metrics = [spec[m.name].not_applicable(still) if m.name in _MOTION_DEPENDENT and m.status == "ok" else m
+                       for m in metrics]
+
         with ctx.timed("rubric"):
             metrics.append(self._rubric(frames, video.fps, case, chunks, ctx, spec, details))
 
@@ -85,7 +94,15 @@ class InteractionTrack(Track):
         coverage = {"measured": len(measured), "declared": len(metrics),
                     "not_applicable": [m.name for m in metrics if m.status == "not_applicable"],
                     "failed": [m.name for m in metrics if m.status == "failed"]}
-        return TrackOutput(metrics, mean_normalized(metrics, spec.weights), coverage, artifacts, errors)
+        score = mean_normalized(metrics, spec.weights)
+        chance = (details.get("following") or {}).get("chance")
+        if still is not None and score is not None and chance is not None and score > chance:
+            # A still video is the player who never presses a button: it passes the no-op chunks (and
+            # those where the reference stands still) and nothing else. Its score is capped at the chance
+            # level of direction accuracy, the line no model is credited below (issue 56).
+            coverage["capped_at_chance"] = {"score": score, "chance": chance, "reason": still}
+            score = float(chance)
+        return TrackOutput(metrics, score, coverage, artifacts, errors)
 
     # ------------------------------------------------------------------ parts
     @staticmethod
@@ -238,6 +255,23 @@ class InteractionTrack(Track):
         if r["score"] is None:
             return spec["vlm_rubric"].failed("the judge answered no rubric item: " + "; ".join(r["failures"].values())[:500])
         return spec["vlm_rubric"].value(r["score"], {"items": r["items"], "failures": r["failures"]})
+
+
+# Metrics a still video passes by doing nothing (no seam, no identity change, no response to time).
+_MOTION_DEPENDENT = ("transition_smoothness", "seam_rate", "identity_consistency", "response_delay")
+
+
+def _stillness(details: dict[str, Any]) -> str | None:
+    """Why the motion-dependent metrics cannot judge this video (it moved in none of the chunks whose
+    action asks for motion), or ``None`` when it moved in some or no chunk asks for motion."""
+    follow = details.get("following") or {}
+    moved = follow.get("moved_fraction")
+    if moved is None or moved > 0:
+        return None
+    asked = sum(1 for c in follow.get("chunks", []) if c["mode"] != "none" and c["expectation"] == "vocabulary")
+    return (f"the video moved in none of the {asked} chunk(s) whose action asks for motion: a still video has "
+            "no transitions, identity changes or response delay to judge (direction_accuracy and "
+            "magnitude_error score it)")
 
 
 def _fit_reference(ref: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
