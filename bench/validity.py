@@ -73,6 +73,8 @@ CONDITIONS: tuple[str, ...] = ("reference", "no_reference")
 NO_REFERENCE_TRACKS: tuple[str, ...] = ("physics",)
 BASELINE_MODELS: tuple[str, ...] = ("reference", "repeat-first-frame", "inferix:reference-world-random")
 CLEAN = "clean"
+#: the evaluator runs this process scored: condition, encoding, run directory, its git hash and track versions
+RUNS: list[dict[str, Any]] = []
 
 
 # ============================================================================ statistics (pure)
@@ -336,6 +338,9 @@ def score(out: Path, suites: dict[str, Path], dirs: dict[str, Path], tracks: Seq
             print(f"$ evaluate-model {' '.join(argv)}", flush=True)
             _quiet(evaluate_model, argv)
             run_dir = runs / make_run_spec(model, str(suite.resolve()), cond_tracks).dirname
+            spec = json.loads((run_dir / "run_spec.json").read_text())
+            RUNS.append({"condition": cond, "encoding": enc, "run_dir": run_dir.name, "git_hash": spec.get("git_hash"),
+                         "track_versions": spec.get("track_versions")})
             n = 0
             for line in (run_dir / "results.jsonl").read_text().splitlines():
                 row = json.loads(line)
@@ -401,9 +406,13 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
     lines = [f"# Held-out validity report ({record['mode']})", "",
              f"Commit `{record['git']['commit']}`"
              + (f" with uncommitted changes in {', '.join(record['git']['dirty_tracks'])}" if record["git"]["dirty_tracks"] else "")
-             + f"; {record['date']}; {record['seconds']:.0f} s on one CPU thread. Track versions: "
+             + f" (at the start); {record['date']}; {record['seconds']:.0f} s on one CPU thread. Track versions: "
              + ", ".join(f"{t} v{v}" for t, v in record["track_versions"].items()) + ".", "",
              f"Command: `{record['command']}`", "",
+             "Evaluator runs (the git hash each recorded when it started, and its track versions): "
+             + "; ".join(f"{r['condition']}/{r['encoding']} `{str(r['git_hash'])[:10]}` "
+                         + ", ".join(f"{t} v{v}" for t, v in (r["track_versions"] or [])) for r in record.get("runs", []))
+             + ".", "",
              "## Splits", "",
              "Tuning split (tracks may be tuned on these): " + ", ".join(f"`{p}`" for p in record["splits"]["tuning"]) + ".",
              "Held-out split (reported here, never tuned on): " + ", ".join(f"`{p}`" for p in record["splits"]["heldout"])
@@ -621,12 +630,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    git = git_state()  # at the start: the tracks imported below are the ones this commit (+ listed edits) holds
     command = "python bench/validity.py " + " ".join(sys.argv[1:] if argv is None else argv)
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if args.baselines:
         models = [m.strip() for m in args.baseline_models.split(",") if m.strip()]
         result = run_baselines(out, _parse_suites(args.baseline_suites), models, args.limit)
-        record = {"mode": "baselines", "git": git_state(), "date": date, "command": command, "models": models,
+        record = {"mode": "baselines", "git": git, "date": date, "command": command, "models": models,
                   "seconds": time.perf_counter() - t0, "result": result}
         md = write_baselines_report(out, record)
         print(md.read_text())
@@ -638,6 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     register_heldout()
     tracks = [t.strip() for t in args.tracks.split(",") if t.strip()]
+    versions = _track_versions(tracks)
     defects = QUICK_DEFECTS if args.quick else DEFECTS
     cases = heldout_cases(args.quick, [c for c in args.cases.split(",") if c])
     variants = prepare(out, cases, tracks, defects)
@@ -647,14 +658,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = score(out, suites, dirs, tracks, variants)
     stats = statistics(records)
     record = {
-        "mode": "quick" if args.quick else "full", "git": git_state(), "date": date, "command": command,
-        "seconds": time.perf_counter() - t0, "track_versions": _track_versions(tracks),
+        "mode": "quick" if args.quick else "full", "git": git, "date": date, "command": command,
+        "seconds": time.perf_counter() - t0, "track_versions": versions,
         "splits": {k: [str(p.relative_to(ROOT)) for p in v] for k, v in SPLITS.items()},
         "cases": [{"id": c.id, "generator": c.metadata.get("generator"), "params": c.metadata.get("params"),
                    "tracks": [t for t in c.tracks if t in tracks]} for c in cases],
         "defects": {t: [[d, list(s)] for d, s in defects[t]] for t in tracks},
         "encodings": {k: v for k, v in ENCODINGS.items()}, "statistics": stats,
-        "clean_scores": clean_scores(records), "records": records,
+        "clean_scores": clean_scores(records), "runs": RUNS, "records": records,
     }
     js, md, png = write_report(out, record)
     print(md.read_text())
