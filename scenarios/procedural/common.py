@@ -116,9 +116,15 @@ def table_background(rng: np.random.Generator, H: int, W: int, base: tuple[int, 
 class ProceduralGenerator(CaseGenerator):
     """Base of the thermal/material generators; see the module docstring."""
 
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"  # 2: physics.objects carry role, rigid and first-frame box
     rules: ClassVar[tuple[str, ...]] = ()
     objects: ClassVar[tuple[tuple[str, tuple[int, int, int]], ...]] = ()  # (name, rgb) → ids 1..n
+    #: what each object is to the rule (``physics.objects[].role``): ``subject`` is the body the
+    #: rule's check follows (the ice that melts), ``product`` what the process makes (a mixture);
+    #: the others are ``context``.
+    roles: ClassVar[dict[str, str]] = {}
+    #: objects whose rigidity the case states (``physics.objects[].rigid``).
+    rigid: ClassVar[dict[str, bool]] = {}
     tracks: ClassVar[tuple[str, ...]] = ("physics", "longvideo")
     prompt_text: ClassVar[str] = ""
     law: ClassVar[str] = ""
@@ -151,7 +157,7 @@ class ProceduralGenerator(CaseGenerator):
         q = self._quantities(seed, params)
         bounds = even_chunks(T, nc)
         captions = [self.caption(q, c.frame_start, c.frame_end) for c in bounds]
-        objects = tuple({"name": n, "color": list(c)} for n, c in self.objects)
+        objects = tuple(self._describe(n, c, q, params, seed) for n, c in self.objects)
         gt = {"law": self.law, "quantities": {k: _jsonable(v) for k, v in q.items()}}
         return Case(
             id=case_id,
@@ -165,6 +171,20 @@ class ProceduralGenerator(CaseGenerator):
             tracks=self.tracks,
             metadata={"generator": self.name, "generator_version": self.version, "seed": seed, "params": dict(params)},
         )
+
+    def _describe(self, name: str, color: tuple[int, int, int], q: dict[str, Any], params: dict[str, Any],
+                  seed: int) -> dict[str, Any]:
+        """One ``physics.objects`` entry: name, colour, role, rigidity and its first-frame box (pixels)."""
+        out: dict[str, Any] = {"name": name, "color": list(color), "role": self.roles.get(name, "context")}
+        if name in self.rigid:
+            out["rigid"] = self.rigid[name]
+        (H, W), _, _, _ = common_params(params)
+        canvas = Canvas(self.background(np.random.default_rng([seed, 1]), H, W))
+        self.draw(q, 0, canvas, np.random.default_rng([seed, 2, 0]))
+        ys, xs = np.nonzero(canvas.mask == 1 + [n for n, _ in self.objects].index(name))
+        if len(xs):
+            out["box"] = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
+        return out
 
     def render(self, case: Case) -> Rendered:
         seed = int(case.metadata.get("seed", 0))

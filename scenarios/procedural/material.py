@@ -44,6 +44,7 @@ class ColorMixing(ProceduralGenerator):
     name: ClassVar[str] = "material.color_mixing"
     rules: ClassVar[tuple[str, ...]] = ("color_mixing",)
     objects = (("blue_dye", (40, 80, 220)), ("yellow_dye", (240, 210, 30)), ("mixed_dye", (60, 160, 60)))
+    roles = {"mixed_dye": "product"}
     prompt_text: ClassVar[str] = "a drop of blue dye and a drop of yellow dye are placed in a white tray of still water."
     law: ClassVar[str] = "2-D diffusion from point releases (Gaussian kernel, sigma^2 = 2 D (u + u0)); Beer-Lambert colour"
     threshold: ClassVar[float] = 0.15  # concentration (peak-normalised) that counts as dyed in the masks
@@ -119,6 +120,7 @@ class Dissolving(ProceduralGenerator):
     name: ClassVar[str] = "material.dissolving"
     rules: ClassVar[tuple[str, ...]] = ("solubility",)
     objects = (("crystal", (30, 90, 200)), ("solution", (150, 190, 235)))
+    roles = {"crystal": "subject", "solution": "product"}
     prompt_text: ClassVar[str] = "a blue copper-sulphate crystal is dropped into a glass of water."
     law: ClassVar[str] = "Noyes-Whitney dm/du = -k m^(2/3) (c_s - c), c = (m0 - m) / V; saturates when m0 > c_s V"
 
@@ -171,6 +173,7 @@ class Hardness(ProceduralGenerator):
     name: ClassVar[str] = "material.hardness"
     rules: ClassVar[tuple[str, ...]] = ("hardness", "compression")
     objects = (("steel_block", (150, 155, 165)), ("clay_block", (190, 110, 70)), ("press", (60, 60, 70)))
+    rigid = {"steel_block": True, "clay_block": False, "press": True}
     prompt_text: ClassVar[str] = "two identical presses come down on a steel block and on a lump of soft clay."
     law: ClassVar[str] = "rigid: height constant, press stops on contact; plastic: height = press gap, width * height conserved"
 
@@ -216,6 +219,8 @@ class Combustion(ProceduralGenerator):
     name: ClassVar[str] = "material.combustion"
     rules: ClassVar[tuple[str, ...]] = ("combustibility",)
     objects = (("wood", (140, 90, 50)), ("stone", (130, 130, 135)), ("flame", (250, 160, 30)))
+    roles = {"wood": "subject", "flame": "product"}
+    rigid = {"stone": True}
     prompt_text: ClassVar[str] = "a wooden log and a stone lie side by side on a fire pit and a flame is held to both."
     law: ClassVar[str] = "surface burning dm/du = -k m^(2/3) after ignition; flame height ~ Q^(2/5) (Heskestad), Q ~ -dm/du"
 

@@ -48,6 +48,7 @@ class Melting(ProceduralGenerator):
     name: ClassVar[str] = "thermal.melting"
     rules: ClassVar[tuple[str, ...]] = ("melting",)
     objects = (("ice_cube", (200, 235, 250)), ("water", (90, 150, 220)))
+    roles = {"ice_cube": "subject", "water": "product"}
     prompt_text: ClassVar[str] = "an ice cube sits on a warm plate."
     law: ClassVar[str] = "side a(u) = a0 (1 - u / u_melt) (surface-limited heat flux); melt water film area proportional to melted volume"
 
@@ -90,6 +91,7 @@ class Freezing(ProceduralGenerator):
     name: ClassVar[str] = "thermal.freezing"
     rules: ClassVar[tuple[str, ...]] = ("freezing",)
     objects = (("ice", (225, 240, 250)), ("water", (70, 130, 210)))
+    roles = {"ice": "subject"}
     prompt_text: ClassVar[str] = "a shallow dish of water stands in a freezer."
     law: ClassVar[str] = "ice front depth delta(u) = R sqrt(u / u_freeze) from the rim (Stefan/Neumann solution)"
 
@@ -132,6 +134,8 @@ class Vaporization(ProceduralGenerator):
     name: ClassVar[str] = "thermal.vaporization"
     rules: ClassVar[tuple[str, ...]] = ("vaporization",)
     objects = (("water", (80, 140, 220)), ("steam", (235, 235, 240)), ("pot", (90, 90, 100)))
+    roles = {"water": "subject", "steam": "product"}
+    rigid = {"pot": True}
     prompt_text: ClassVar[str] = "a glass pot of water sits on a hot burner."
     law: ClassVar[str] = "T rises linearly (m c dT/dt = P) to 100 C, then the level falls linearly (dh/dt = -P / (rho L A))"
 
@@ -186,6 +190,8 @@ class Condensation(ProceduralGenerator):
     name: ClassVar[str] = "thermal.condensation"
     rules: ClassVar[tuple[str, ...]] = ("condensation",)
     objects = (("glass", (200, 220, 230)), ("droplets", (235, 245, 250)))
+    roles = {"droplets": "subject"}
+    rigid = {"glass": True}
     prompt_text: ClassVar[str] = "a glass of iced water stands in warm, humid air."
     law: ClassVar[str] = "droplets nucleate at random (u_i, x_i) and grow by vapour diffusion, r = r_max ((u - u_i) / (1 - u_i))^(1/3)"
 
@@ -228,6 +234,7 @@ class Sublimation(ProceduralGenerator):
     name: ClassVar[str] = "thermal.sublimation"
     rules: ClassVar[tuple[str, ...]] = ("sublimation",)
     objects = (("dry_ice", (235, 235, 240)), ("fog", (225, 228, 232)))
+    roles = {"dry_ice": "subject", "fog": "product"}
     prompt_text: ClassVar[str] = "a block of dry ice lies on a dark tray at room temperature."
     law: ClassVar[str] = "side a(u) = a0 (1 - u / u_end) (surface-limited), no liquid phase; fog plume size proportional to -dV/du"
 
@@ -273,6 +280,7 @@ class Deposition(ProceduralGenerator):
     name: ClassVar[str] = "thermal.deposition"
     rules: ClassVar[tuple[str, ...]] = ("deposition",)
     objects = (("frost", (235, 240, 248)), ("window", (120, 150, 190)))
+    roles = {"frost": "subject"}
     prompt_text: ClassVar[str] = "a window pane cools on a freezing night."
     law: ClassVar[str] = "frost discs grow from N nuclei at constant speed v; covered fraction X = 1 - exp(-N pi v^2 u^2) (2-D JMAK)"
 

@@ -362,7 +362,9 @@ def test_a_static_copy_keeps_the_atari_agent_it_starts_with(tmp_path):
     assert json.loads((run / "run_spec.json").read_text())["video_format"] == "h264 yuv444p qp18"
     (row,) = _rows(run)
     identity = next(m for m in row["metrics"] if m["name"] == "identity_consistency")
-    assert identity["details"]["region"] == "agent" and identity["raw"] == pytest.approx(1.0)
+    # A still copy keeps its agent, but where the actions ask for motion a video that never moves
+    # is not credited with a perfectly kept identity (issue 56: stillness is never rewarded).
+    assert identity["status"] == "not_applicable" and "mov" in identity["reason"], identity
 
 
 def test_the_video_storage_format_is_part_of_the_run_hash():

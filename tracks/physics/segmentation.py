@@ -37,11 +37,13 @@ class Segmentation:
         labels: ``int32 [T, H, W]``; 0 is background, ``k > 0`` an instance in that frame.
         names: per frame, label → object name hint (``""`` when the backend does not know it).
         backend: which segmenter produced it.
+        noise: the video's noise floor as the segmenter measured it (0 when it did not).
     """
 
     labels: np.ndarray  # int32 [T, H, W]
     names: list[dict[int, str]] = field(default_factory=list)
     backend: str = ""
+    noise: float = 0.0  # median Lab departure from the background: the video's noise floor
 
     @property
     def num_frames(self) -> int:
@@ -102,6 +104,21 @@ def _components(mask: np.ndarray, min_area: int, max_area: int) -> list[np.ndarr
     return out
 
 
+def _size_cap(obj: Mapping[str, Any], frame_area: int) -> float:
+    """Largest mask (pixels) a declared object can have: four times its declared box for a rigid
+    body, 1.5 times for a shrinking one, nothing for any other body (one with a ``shape``, ``rigid: true``, or ``shrinks: true`` — the ice that
+    melts; a body that spreads or grows has no such bound). A larger region of its colour (a grey
+    floor like a stone ball, a pale plate like an ice cube) is found only where it also moves."""
+    box = obj.get("box")
+    if box is None or not (obj.get("shape") or obj.get("rigid") is True or obj.get("shrinks") is True):
+        return float(frame_area)
+    x0, y0, x1, y1 = (float(v) for v in box)
+    # A shrinking body never exceeds its first-frame box (1.5x for its loose fit); a rigid one
+    # may come nearer the camera.
+    factor = 4.0 if (obj.get("shape") or obj.get("rigid") is True) else 1.5
+    return max(factor * max(x1 - x0, 1.0) * max(y1 - y0, 1.0), 16.0)
+
+
 def _paint(shape: tuple[int, int], instances: list[tuple[np.ndarray, str]], max_objects: int,
            rank: list[float] | None = None) -> tuple[np.ndarray, dict[int, str]]:
     """Paint instance masks into one label map: largest first, so smaller (front) masks stay visible.
@@ -125,6 +142,15 @@ def _paint(shape: tuple[int, int], instances: list[tuple[np.ndarray, str]], max_
     # drop labels fully painted over
     present = set(np.unique(labels).tolist())
     return labels, {k: v for k, v in names.items() if k in present}
+
+
+#: the motion threshold is at least this many times the video's median departure from its
+#: background (its compression noise floor).
+NOISE_FACTOR = 5.0
+#: weight of Lab's chroma axes against lightness when a moving pixel is named by its colour:
+#: 4:2:0 encodings keep full-resolution lightness but blur chroma over 2x2 pixels, so a small
+#: object's hue bleeds into its surroundings while its lightness stays.
+CHROMA_WEIGHT = 0.5
 
 
 class OpenCVSegmenter(Segmenter):
@@ -167,6 +193,26 @@ class OpenCVSegmenter(Segmenter):
             "max_objects": self.max_objects,
         }
 
+    def _moving_match(self, lab: np.ndarray, bg: np.ndarray, obj_labs: list[tuple[str, np.ndarray]],
+                      moving: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Moving pixels named by a declared colour although they are not within the colour threshold.
+
+        A lossy 4:2:0 encoding pulls a small object's hue toward its surroundings (a 4-pixel purple
+        ball decodes 30-70 Lab units away from its colour at CRF 23). A pixel that departs from the
+        background (``moving``) still belongs to the declared object whose colour it is nearest,
+        when that colour is nearer than the background it departs from, with chroma down-weighted
+        (:data:`CHROMA_WEIGHT`) and within three colour thresholds.
+
+        Returns:
+            ``bool [H, W]`` pixels so named and ``int [H, W]`` the index of their object.
+        """
+        w = np.array([1.0, CHROMA_WEIGHT, CHROMA_WEIGHT], np.float32)
+        d_obj = np.stack([np.linalg.norm((lab - c) * w, axis=-1) for _, c in obj_labs])  # [n, H, W]
+        d_bg = np.linalg.norm((lab - bg) * w, axis=-1)
+        k = d_obj.argmin(axis=0)
+        best = d_obj.min(axis=0)
+        return moving & (best < d_bg) & (best < 3 * self.color_threshold), k
+
     def segment(self, frames: np.ndarray, objects: Sequence[Mapping[str, Any]] = ()) -> Segmentation:
         import cv2
 
@@ -177,15 +223,22 @@ class OpenCVSegmenter(Segmenter):
         max_area = int(self.max_area_frac * H * W)
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
 
-        # Motion: a static camera sees moving objects as departures from the per-pixel median.
+        # Motion: a static camera sees moving objects as departures from the per-pixel median. The
+        # threshold rises with the video's own noise floor (compression noise in a lossy encoding).
         motion = np.zeros((T, H, W), bool)
+        noise = 0.0
         if T >= 3:
             bg = np.median(lab, axis=0)  # [H, W, 3]
-            motion = np.linalg.norm(lab - bg[None], axis=-1) > self.motion_threshold
+            diff = np.linalg.norm(lab - bg[None], axis=-1)
+            noise = float(np.median(diff))
+            motion = diff > max(self.motion_threshold, NOISE_FACTOR * noise)
 
         colored = [(str(o.get("name", f"object{i}")), np.asarray(o["color"], np.uint8))
                    for i, o in enumerate(objects) if o.get("color") is not None]
         obj_labs = [(n, rgb_to_lab(c.reshape(1, 1, 3))[0, 0]) for n, c in colored]
+        size_cap = [_size_cap(o, H * W) for o in objects if o.get("color") is not None]
+        # A body declared to grow (frost over a window) may cover most of the frame.
+        grows = [bool(o.get("grows")) for o in objects if o.get("color") is not None]
 
         if T >= 3 and obj_labs:
             # Ghosts: where an object rests for most of the video the median background holds the
@@ -212,16 +265,32 @@ class OpenCVSegmenter(Segmenter):
                 dist = np.stack([np.linalg.norm(lab[t] - c, axis=-1) for _, c in obj_labs])  # [n, H, W]
                 nearest = dist.argmin(axis=0)
                 close = dist.min(axis=0) < self.color_threshold
+                if T >= 3:
+                    moving_named, k_moving = self._moving_match(lab[t], bg, obj_labs, motion[t])
+                    nearest = np.where(moving_named, k_moving, nearest)
+                    close |= moving_named
             for k, (name, _) in enumerate(obj_labs):
                 m = close & (nearest == k)
                 m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
                 comps = _components(m, min_area, H * W)
                 # An object coloured like a large background region (steam against a pale wall)
                 # is found where its colour *also* moves.
-                big = [c for c in comps if c.sum() > max_area]
-                comps = [c for c in comps if c.sum() <= max_area]
+                cap = min(max_area, size_cap[k])
+                big = [c for c in comps if c.sum() > cap]
+                comps = [c for c in comps if c.sum() <= cap]
                 for c in big:
-                    comps += _components(c & motion[t], min_area, max_area)
+                    if grows[k]:
+                        # A growing body (frost over a window) is where the frame has changed
+                        # since the start; it may cover most of the frame.
+                        comps += _components(c & (np.linalg.norm(lab[t] - lab[0], axis=-1) > self.motion_threshold),
+                                             min_area, H * W)
+                    elif size_cap[k] < max_area:
+                        # Too big for a body that cannot grow (an ice cube on a pale plate, a
+                        # crystal in the solution it tints): its own pixels are those nearest its
+                        # colour, at half the threshold.
+                        comps += _components(c & (dist[k] < self.color_threshold / 2), min_area, int(size_cap[k]))
+                    else:
+                        comps += _components(c & motion[t], min_area, max_area)
                 for comp in comps:
                     inst.append((comp, name))
                     rank.append(float(dist[k][comp].mean()))
@@ -234,7 +303,7 @@ class OpenCVSegmenter(Segmenter):
             lt, nt = _paint((H, W), inst, self.max_objects, rank)
             labels[t] = lt
             names.append(nt)
-        return Segmentation(labels=labels, names=names, backend=self.name)
+        return Segmentation(labels=labels, names=names, backend=self.name, noise=noise)
 
 
 # ------------------------------------------------------------------------- SAM

@@ -2,18 +2,22 @@
 
 Pipeline for one (video, case):
 
-1. Object hints: the case's ``physics.objects`` (name, colour, box); when they carry no
-   colour, the moving objects of the reference video (motion segmentation) lend theirs.
-2. Segment and track the generated video and the reference with the same hints.
+1. Object hints: the case's ``physics.objects`` (name, colour, box, ``role``, ``rigid``); when
+   they carry no colour, the moving objects (motion segmentation) of the reference video, or
+   of the video itself when there is no reference, lend theirs.
+2. Segment and track the generated video (and the reference, when there is one) with the
+   same hints.
 3. Applicable rules: the case's ``physics.rules``; else the judge's stage-1 answers on the
    reference (on the video itself when the case has no reference); else the rules whose
    phenomenon the model-free detectors find in the reference (gravity, impact,
    combustibility, color_mixing; the others need declared rules or a judge).
-4. Per rule: its model-free checks (``rules.yaml``), then the judge's stage-2 compliance
-   verdict, combined by :func:`tracks.physics.scoring.decide`.
+4. Per rule: its model-free checks (``rules.yaml``) on the generated video alone — never
+   on its likeness to the reference — then the judge's stage-2 compliance verdict, combined
+   by :func:`tracks.physics.scoring.decide`.
 5. Metrics from :func:`tracks.physics.scoring.summarize`, plus ``trajectory_agreement`` (the
-   objects' paths against the simulator's reference); evidence JSON and a set-of-mark
-   contact sheet in ``ctx.work_dir``.
+   objects' paths against the reference), reported beside the rule checks and kept out of
+   the track score (``track.yaml``), so a case with a reference and one without are scored
+   by the same evidence; evidence JSON and a set-of-mark contact sheet in ``ctx.work_dir``.
 
 Options (``ctx.option``): ``physics.segmenter`` (``opencv`` | ``sam:/ckpt.pth``),
 ``physics.judge_samples`` (k = 3), ``physics.judge_frames`` (8), ``physics.max_frames``
@@ -97,23 +101,47 @@ def scale_hints(hints: list[dict[str, Any]], case: Case, shape: tuple[int, int])
     return out
 
 
-def object_hints(case: Case, ref: Analysis | None, ref_frames: np.ndarray | None, segmenter: Any) -> list[dict[str, Any]]:
-    """Case objects, with colours learned from the reference's moving objects when missing."""
+def object_hints(case: Case, frames: np.ndarray | None, segmenter: Any) -> list[dict[str, Any]]:
+    """Case objects, with colours learned from moving objects when the case gives none.
+
+    ``frames`` is the video the colours are learned from: the reference when there is one,
+    else the judged video itself (motion segmentation finds what moves; the evidence then
+    names those objects ``learned: true``, with the case's names where it gives them).
+    """
     hints = [dict(o) for o in (case.physics.objects if case.physics else ())]
-    if any(h.get("color") is not None for h in hints) or ref_frames is None:
+    if any(h.get("color") is not None for h in hints) or frames is None:
         return hints
     from tracks.physics.segmentation import OpenCVSegmenter
     from tracks.physics.tracking import track_objects
 
-    # Motion-only pass over the reference: its moving objects' mean colours become hints.
-    seg = OpenCVSegmenter(max_objects=getattr(segmenter, "max_objects", 4)).segment(ref_frames, ())
-    tracks = [t for t in track_objects(ref_frames, seg) if t.visible.sum() >= max(3, len(ref_frames) // 4)]
+    # Motion-only pass: the moving objects' mean colours become hints.
+    seg = OpenCVSegmenter(max_objects=getattr(segmenter, "max_objects", 4)).segment(frames, ())
+    tracks = [t for t in track_objects(frames, seg) if t.visible.sum() >= max(3, len(frames) // 4)]
     tracks.sort(key=lambda t: -t.displacement)
     learned = []
     for k, tr in enumerate(tracks[: getattr(segmenter, "max_objects", 4)]):
-        name = hints[k]["name"] if k < len(hints) and hints[k].get("name") else f"object{k + 1}"
-        learned.append({"name": name, "color": [int(round(c)) for c in tr.mean_color]})
+        base = dict(hints[k]) if k < len(hints) else {}
+        base.setdefault("name", f"object{k + 1}")
+        base.update(color=[int(round(c)) for c in tr.mean_color], learned=True)
+        learned.append(base)
     return learned or hints
+
+
+#: rules whose subject only shrinks (the phase-change ones going down, and fire's fuel).
+SHRINKING_RULES = ("melting", "sublimation", "vaporization", "solubility", "combustibility")
+#: rules whose subject grows, possibly over most of the frame (frost over a window).
+GROWING_RULES = ("freezing", "condensation", "deposition")
+
+
+def mark_shrinking(hints: list[dict[str, Any]], rules: Any) -> list[dict[str, Any]]:
+    """Flag the ``role: subject`` object of a rule whose subject only shrinks (``shrinks: true``: the
+    segmenter bounds its mask by its first-frame box, ``segmentation._size_cap``) or grows
+    (``grows: true``: its mask may cover most of the frame)."""
+    flag = ("shrinks" if any(r in SHRINKING_RULES for r in rules)
+            else "grows" if any(r in GROWING_RULES for r in rules) else None)
+    if flag is None:
+        return hints
+    return [{**h, flag: True} if h.get("role") == "subject" else h for h in hints]
 
 
 def trajectory_agreement(gen: Analysis, ref: Analysis, cap: float = 0.5) -> tuple[float | None, dict[str, Any]]:
@@ -187,7 +215,8 @@ class PhysicsTrack(Track):
         ref_frames, ref_fps = _cap_frames(ref_video, max_frames) if ref_video is not None else (None, 0.0)
 
         with ctx.timed("segmentation"):
-            hints = object_hints(case, None, ref_frames, segmenter)
+            hints = mark_shrinking(object_hints(case, ref_frames if ref_frames is not None else frames, segmenter),
+                                   case.physics.rules if case.physics else ())
             gen = analyse(frames, fps, segmenter, scale_hints(hints, case, frames.shape[1:3]))
             ref = (analyse(ref_frames, ref_fps, segmenter, scale_hints(hints, case, ref_frames.shape[1:3]))
                    if ref_frames is not None else None)
@@ -199,9 +228,12 @@ class PhysicsTrack(Track):
         if unknown:
             errors.append(f"unknown rule ids in case physics.rules ignored: {unknown}")
 
+        gen_hints = scale_hints(hints, case, frames.shape[1:3])
+
         def check_input(rule: str) -> CheckInput:
-            return CheckInput(gen.tracks, gen.frames, gen.fps, rule,
-                              ref.tracks if ref else None, ref.frames if ref else None, ref.fps if ref else None)
+            # The checks judge the video alone (tracks/physics/checks/__init__.py); the reference
+            # only lends object colours and, below, the separate trajectory agreement.
+            return CheckInput(gen.tracks, gen.frames, gen.fps, rule, objects=gen_hints, noise=gen.seg.noise)
 
         # ---- stage 1: which rules apply
         applicability: dict[str, str] = {}
@@ -225,7 +257,7 @@ class PhysicsTrack(Track):
             with ctx.timed("checks"):
                 for rid in AUTO_RULES:
                     rule = rules_all[rid]
-                    inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, ref.tracks, ref.frames, ref.fps)
+                    inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, objects=hints, noise=ref.seg.noise)
                     if run_check(rule.checks[0], inp).status == "pass":
                         applicability[rid] = "checks"
 

@@ -54,8 +54,9 @@ def test_stage1_on_reference_then_stage2_on_video(ball, tmp_path):
     stage1 = [a for a in judge.asked if "related" in a[0]]
     assert len(stage1) == 14  # every rule asked once (k samples each) on the reference
     assert out.coverage["applicability_source"] == {"gravity": "judge", "combustibility": "judge"}
-    # gravity: checks and judge agree; combustibility: no flame to measure, the judge decides
-    assert out.coverage["decided_by"] == {"gravity": "checks+judge", "combustibility": "judge"}
+    # gravity: checks and judge agree
+    # combustibility: the judge says it applies; the checks find no flame, and agree it fails
+    assert out.coverage["decided_by"] == {"gravity": "checks+judge", "combustibility": "checks+judge"}
     rpr = next(m for m in out.metrics if m.name == "rule_pass_rate")
     assert rpr.raw == 0.5 and "MLLM judge" in rpr.details["evidence"]
     assert out.coverage["judge"] == {"backend": "fake"}

@@ -56,7 +56,13 @@ def test_score_falls_monotonically_with_strength(bounce, tmp_path):
     case, rendered = bounce
     ref = rendered.video
     strengths = [0.0, 0.25, 0.5, 1.0]
-    for name in ("gravity_reversed", "frozen"):
-        scores = [_score(REG.get(name)(ref, case, s, np.random.default_rng(0), rendered), case, ref, tmp_path)
-                  for s in strengths]
-        assert spearmanr(strengths, scores)[0] <= -0.9, (name, scores)
+    scores = [_score(REG.get("frozen")(ref, case, s, np.random.default_rng(0), rendered), case, ref, tmp_path)
+              for s in strengths]
+    assert spearmanr(strengths, scores)[0] <= -0.9, scores
+    # gravity_reversed scales the fall by 1 - 2s: at s = 0.25 the ball still falls, at half the
+    # acceleration, which a video without a metric scale cannot tell from a farther camera (the
+    # separate trajectory_agreement metric sees it against a reference). From s = 0.5 on nothing
+    # falls or the ball falls up: the law itself is broken, and the score is near zero.
+    scores = {s: _score(REG.get("gravity_reversed")(ref, case, s, np.random.default_rng(0), rendered), case, ref, tmp_path)
+              for s in (0.5, 0.75, 1.0)}
+    assert all(v <= 0.15 for v in scores.values()), scores

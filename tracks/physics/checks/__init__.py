@@ -2,10 +2,19 @@
 
 A check measures quantities on object tracks (and frames where it needs colour) and says
 ``pass`` / ``fail`` / ``not_applicable`` with a soft compliance ``score`` in [0, 1] (1 =
-behaves like the law / the reference; it falls continuously with the size of the
-violation, so stronger defects score lower). When the case's reference video is
-available its tracks are the yardstick (e.g. the generated fall's acceleration is compared
-with the reference's); otherwise only the law's sign/shape is checked.
+behaves like the law; it falls continuously with the size of the violation, so stronger
+defects score lower).
+
+Every check decides from the generated video alone, plus what the case declares about its
+objects (names, colours, ``role``, ``rigid``): users rarely have a reference video, and a
+check that compared with one would measure likeness, not physics. Agreement with a
+reference, when one exists, is the track's separate ``trajectory_agreement`` metric.
+Tolerances come from the video's own measurement noise (:func:`area_tolerance`,
+:func:`position_tolerance`), so a lossy 4:2:0 encoding of a lawful video still passes.
+
+A rule that the case declares (or the judge or detectors find) applies demands its
+phenomenon: a video in which it never happens (nothing falls, nothing melts) *fails* the
+rule's own check rather than being not applicable, so a still video is never rewarded.
 
 Units: positions in frame heights (so resolutions compare), time in seconds.
 """
@@ -45,9 +54,14 @@ class CheckInput:
         frames: generated frames ``uint8 [T, H, W, 3]``.
         fps: generated video's fps.
         rule: the rule being checked (some checks depend on it, e.g. melting vs freezing).
-        ref_tracks: tracks of the reference video (``None`` without a reference).
+        ref_tracks: tracks of the reference video (``None`` without a reference). The rule
+            checks do not read them (module docstring); they are kept for callers that
+            compare with the reference.
         ref_frames: reference frames (``None`` without a reference).
         ref_fps: reference fps.
+        objects: the case's ``physics.objects`` (name, colour, ``role``, ``rigid``...), as hints.
+        noise: the video's noise floor (median Lab departure from its background) measured
+            by the segmenter.
     """
 
     tracks: list[ObjectTrack]
@@ -57,6 +71,8 @@ class CheckInput:
     ref_tracks: list[ObjectTrack] | None = None
     ref_frames: np.ndarray | None = None
     ref_fps: float | None = None
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    noise: float = 0.0
 
     @property
     def height(self) -> int:
@@ -139,14 +155,62 @@ def series(tracks: list[ObjectTrack], name: str, *, clipped: bool = True,
     return cen, area, box
 
 
-def subject(inp: CheckInput, *, prefer: str = "motion") -> str | None:
-    """The object the law is about: the one with the largest motion (``prefer="motion"``) or
-    the largest relative area change (``"area"``) in the reference (else in the video).
+def declared(inp: CheckInput, key: str, value: Any) -> list[str]:
+    """Names of the case's objects whose ``key`` equals ``value`` (e.g. ``role: subject``)."""
+    return [str(o["name"]) for o in inp.objects if o.get("name") and o.get(key) == value]
 
-    Named objects (the case's, or colours learned from the reference) come first; unnamed
-    blobs — a robot arm's links, a shadow — are the subject only when no named object moves.
+
+def followed(inp: CheckInput, *, min_frames: int = 3) -> list[str]:
+    """Objects whose identity the ride-along checks (continuity, permanence, rigidity) follow.
+
+    Named objects (the case's, or colours learned from motion) seen in at least ``min_frames``
+    frames; with none, unnamed tracks visible in at least half the frames. Short-lived unnamed
+    blobs (a shadow, a splash, a fragment of steam) have no identity to keep.
+
+    Thermal and material rules are about bodies that change: steam, fog, a spreading puddle or
+    frost split, merge and spread, so their centroids jump and their pieces come and go. There,
+    only the case's ``role: subject`` body and its ``rigid: true`` objects are followed when it
+    declares roles or rigidity (possibly none: a dye that diffuses has no identity to keep).
     """
-    tracks = inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks
+    T = len(inp.frames)
+    named = [n for n in object_names(inp.tracks, named=True) if _seen(inp.tracks, n) >= min_frames]
+    if named and _dimension(inp.rule) in ("thermal", "material"):
+        keep = set(declared(inp, "role", "subject")) | set(declared(inp, "rigid", True))
+        if keep or any(o.get("role") or o.get("rigid") is not None for o in inp.objects):
+            named = [n for n in named if n in keep]
+    if named:
+        return named
+    return [n for n in object_names(inp.tracks) if _seen(inp.tracks, n) >= max(min_frames, T // 2)]
+
+
+def _dimension(rule: str) -> str | None:
+    from tracks.physics.rules import load_rules
+
+    r = load_rules().get(rule)
+    return r.dimension if r is not None else None
+
+
+def _seen(tracks: list[ObjectTrack], name: str) -> int:
+    T = len(tracks[0].state) if tracks else 0
+    v = np.zeros(T, bool)
+    for tr in tracks:
+        if (tr.name or f"#{tr.id}") == name:
+            v |= tr.visible
+    return int(v.sum())
+
+
+def subject(inp: CheckInput, *, prefer: str = "motion") -> str | None:
+    """The object the law is about: the case's ``role: subject`` object when it declares one,
+    else the object with the largest motion (``prefer="motion"``) or the largest relative area
+    change (``"area"``) in the video.
+
+    Named objects (the case's, or colours learned from motion) come first; unnamed blobs — a
+    robot arm's links, a shadow — are the subject only when no named object moves.
+    """
+    for n in declared(inp, "role", "subject"):
+        if _seen(inp.tracks, n):
+            return n
+    tracks = inp.tracks
     return _most_changing(tracks, object_names(tracks, named=True), prefer) or _most_changing(tracks, object_names(tracks), prefer)
 
 
@@ -166,6 +230,26 @@ def _most_changing(tracks: list[ObjectTrack], names: list[str], prefer: str) -> 
         if val > best_v:
             best, best_v = n, val
     return best
+
+
+def position_tolerance(inp: CheckInput, area: float | None = None) -> float:
+    """Centroid jitter (frame heights) expected from segmentation alone: about a pixel, more for a
+    small object in a noisy (lossy) video, where its edge pixels come and go."""
+    px = 1.0 + (2.0 if inp.noise > 1.0 else 0.0)
+    if area is not None and area > 0:
+        px = max(px, 1.5 * np.sqrt(4.0 / max(area, 1.0)) * px)
+    return float(px / inp.height)
+
+
+def area_tolerance(area: float) -> float:
+    """Relative area jitter expected of a mask of ``area`` pixels from segmentation alone.
+
+    Its boundary pixels come and go with sub-pixel motion, anti-aliasing and codec edges: about
+    half the perimeter of a disc of that area, relative to the area (0.30 at 36 px, 0.09 at
+    400 px), plus 5 %.
+    """
+    a = max(float(area), 1.0)
+    return float(0.05 + 0.5 * 2.0 * np.sqrt(np.pi * a) / a)
 
 
 def soft_ratio(r: float) -> float:

@@ -1,22 +1,27 @@
 """Combustion: a flame is visible while the fuel shrinks monotonically.
 
 Flame pixels: bright, saturated orange-yellow (OpenCV HSV hue 5..35 i.e. 10°..70°, S > 120,
-V > 200); pure red is excluded so red objects are not taken for fire. Fuel: the object whose area changes most. The flame must be present in at least
-half the frames where the reference shows one (30 % of frames without a reference), and the
-fuel's area must decrease monotonically. A reference with flame-coloured pixels but no object
-that shrinks (a yellow box) shows no combustion: not applicable.
+V > 200); pure red is excluded so red objects are not taken for fire. Fuel: the case's
+``role: subject`` object, else one named as fuel (:data:`FUEL_WORDS`), else the named object
+that shrinks most. The flame must be present in 30 % of frames or more and the fuel's area
+(unseen frames count 0: it chars and hides under its flame) must decrease monotonically, by
+at least :data:`~tracks.physics.checks.phase_change.EXPECTED_CHANGE`. The rule applies, so a video without flame or without a
+shrinking fuel (a still video) fails.
 
-Score = min(1, flame frames / reference flame frames) · monotone share of the fuel's decrease.
+Score = min(1, flame frames / 30 % of frames) · monotone share of the fuel's decrease · min(1, decrease / expected).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, monotone_fraction, not_applicable, object_names
+from tracks.physics.checks import CheckInput, CheckResult, declared, monotone_fraction, object_names
+from tracks.physics.checks.phase_change import EXPECTED_CHANGE, area_curve, net_change
 
-VERSION = "2"
+VERSION = "3"
 NAME = "combustion"
+#: share of the fuel's area variation that must be decrease.
+MONOTONE = 0.7
 
 
 def flame_frames(frames: np.ndarray, min_share: float = 0.002) -> np.ndarray:
@@ -44,50 +49,48 @@ def smoothed_area(tracks, name: str) -> np.ndarray:  # type: ignore[no-untyped-d
     return v
 
 
-def fuel(inp: CheckInput) -> str | None:
-    """The named object that shrinks most in the reference (else in the video): the fuel."""
-    tracks = inp.ref_tracks if inp.has_reference and inp.ref_tracks else inp.tracks
+#: words in an object's name that mark the fuel (when no object has ``role: subject``).
+FUEL_WORDS = ("wood", "log", "paper", "candle", "wax", "fuel", "match", "coal", "charcoal", "twig", "stick", "cloth")
+
+
+def fuel(inp: CheckInput) -> tuple[str | None, str]:
+    """The fuel and how it was chosen: the case's ``role: subject``, else a fuel name, else the
+    named object that shrinks most in the video."""
+    tracked = set(object_names(inp.tracks, named=True))
+    for n in declared(inp, "role", "subject"):
+        if n in tracked:
+            return n, "role"
+    for o in inp.objects:
+        n = str(o.get("name", ""))
+        if n in tracked and any(w in n.lower() for w in FUEL_WORDS):
+            return n, "name"
     best, best_v = None, 0.0
-    for n in object_names(tracks, named=True):
-        a = smoothed_area(tracks, n)
+    for n in object_names(inp.tracks, named=True):
+        a = smoothed_area(inp.tracks, n)
         if len(a) < 3:
             continue
         k = max(1, len(a) // 4)
         v = (a[:k].mean() - a[-k:].mean()) / max(a[:k].mean(), 1.0)
         if v > best_v:
             best, best_v = n, v
-    return best
+    return best, "behaviour"
 
 
 def run(inp: CheckInput) -> CheckResult:
     f = flame_frames(inp.frames)
     measured: dict = {"flame_frames": int(f.sum())}
-    if inp.has_reference:
-        assert inp.ref_frames is not None
-        rf = flame_frames(inp.ref_frames)
-        measured["flame_frames_ref"] = int(rf.sum())
-        if not rf.any():
-            return not_applicable(NAME, "the reference shows no flame", **measured)
-        presence = min(1.0, f.sum() / rf.sum())
-    else:
-        if not f.any():
-            return not_applicable(NAME, "no flame in the video")
-        presence = min(1.0, f.mean() / 0.3)
-    name = fuel(inp)
-    if inp.has_reference and name is None:
-        # Flame-coloured pixels over nothing that burns down (a yellow box) are not combustion.
-        return not_applicable(NAME, "the reference shows nothing burning down", **measured)
-    mono, need = 1.0, 0.7
+    presence = min(1.0, f.mean() / 0.3)
+    name, chosen = fuel(inp)
+    mono, net = 0.0, 0.0
     if name is not None:
-        a = smoothed_area(inp.tracks, name)
-        mono = monotone_fraction(a, -1) if len(a) and np.nanmax(a) > np.nanmin(a) else 0.0
-        measured.update(fuel=name, fuel_monotone=mono)
-        if inp.has_reference and inp.ref_tracks:
-            ra = smoothed_area(inp.ref_tracks, name)
-            ref_mono = monotone_fraction(ra, -1) if len(ra) and np.nanmax(ra) > np.nanmin(ra) else 0.0
-            need = min(0.7, ref_mono - 0.1)
-            measured["fuel_monotone_ref"] = ref_mono
-    score = float(presence * mono)
-    ok = presence >= 0.5 and mono >= need
-    return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured,
-                       "" if ok else f"flame presence {presence:.2f}, fuel shrink monotone {mono:.2f}")
+        # Burning fuel chars and hides under its flame: every frame counts, unseen ones as 0.
+        a = area_curve(inp.tracks, name, inp.frames)
+        a = a[int(np.argmax(a > 0)):] if (a > 0).any() else a
+        mono = monotone_fraction(a, -1) if len(a) and a.max() > a.min() else 0.0
+        net = -net_change(a)
+        measured.update(fuel=name, fuel_chosen_by=chosen, fuel_monotone=mono, fuel_net_decrease=net)
+    score = float(presence * mono * min(1.0, max(net, 0.0) / EXPECTED_CHANGE))
+    ok = presence >= 0.5 and mono >= MONOTONE and net >= EXPECTED_CHANGE
+    reason = "" if ok else ("no flame in the video" if not f.any() else
+                            f"flame presence {presence:.2f}, fuel shrink monotone {mono:.2f}")
+    return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured, reason)

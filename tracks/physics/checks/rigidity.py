@@ -1,72 +1,122 @@
-"""Rigidity / compression: objects change area and shape only as much as the reference does.
+"""Rigidity / compression / hardness: rigid objects keep their shape; soft ones deform under load.
 
-For each object, over frames where it is fully in view (not touching the border or another
-mask): coefficient of variation of its area and standard deviation of its log aspect
-ratio. Compared with the reference (both ways: a rigid object must not morph, a squeezed one
-must deform); without a reference the object is taken as rigid.
+Which objects are soft: the case's ``rigid: false`` objects, else those whose name says a soft
+material (:data:`SOFT_WORDS`); every other followed object is rigid.
 
-An object that the reference shows in contact with another mask — a block under a press,
-the lower box of a stack — deforms exactly while in contact, so leaving those frames out would
-hide the deformation (or leave nothing to measure). For such an object both videos are
-measured over the frames where it does not touch the image border, contact included (the
-same kind of frames on both sides).
+Per object, over the frames where it is in view (not cut by the image border): its log aspect
+ratio's drift (median of the last third minus the first third) and spread (standard
+deviation), and its area's coefficient of variation. A rigid object's shape may change only
+by its segmentation jitter (:func:`~tracks.physics.checks.area_tolerance`, about a pixel on
+each side, so small objects get more slack) — perspective changes its area but not its
+aspect, so area counts with twice the slack. A soft object under a compression or hardness
+rule must deform by more than that jitter.
 
-Score = exp(-(excess + deficit) / 0.1), where excess/deficit beyond a 0.05 tolerance.
+For ``compression`` and ``hardness`` the load must happen: when no followed object moves or
+deforms, nothing was pressed, and the rule fails (a still video shows no hardness).
+
+Score = exp(-(rigid excess + soft deficit) / 0.1).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, not_applicable, object_names
+from tracks.physics.checks import CheckInput, CheckResult, area_tolerance, followed, not_applicable
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "2"
+VERSION = "3"
 NAME = "rigidity"
+#: name fragments that mark a soft, deformable object when the case does not say ``rigid``.
+SOFT_WORDS = ("clay", "dough", "sponge", "jelly", "foam", "putty", "cushion", "pillow", "marshmallow", "soft")
+#: rules about loading, which need a load (motion or deformation) to happen.
+LOAD_RULES = ("compression", "hardness")
 
 
-def shape_stats(tracks: list[ObjectTrack], name: str, *, contact: bool = False) -> tuple[float, float] | None:
-    """(area CV, std of log aspect) over clean frames of ``name``; ``None`` with < 3 such frames.
-
-    Clean frames touch neither the border nor another mask; with ``contact=True`` only the border.
-    """
-    areas, aspects = [], []
+def shape_series(tracks: list[ObjectTrack], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame area and log aspect ratio of ``name`` over frames where it is not cut by the border."""
+    T = len(tracks[0].state) if tracks else 0
+    area = np.full(T, np.nan)
+    aspect = np.full(T, np.nan)
     for tr in tracks:
         if (tr.name or f"#{tr.id}") != name:
             continue
-        ok = tr.visible & ~(tr.at_border if contact else tr.touching)
-        areas.extend(tr.area[ok])
-        w = tr.bbox[ok, 2] - tr.bbox[ok, 0]
-        h = tr.bbox[ok, 3] - tr.bbox[ok, 1]
-        aspects.extend(np.log(w / np.maximum(h, 1)))
-    if len(areas) < 3:
+        ok = tr.visible & ~tr.at_border & ~(tr.area <= np.nan_to_num(area, nan=-1.0))
+        w = tr.bbox[:, 2] - tr.bbox[:, 0]
+        h = tr.bbox[:, 3] - tr.bbox[:, 1]
+        area[ok] = tr.area[ok]
+        aspect[ok] = np.log(np.maximum(w[ok], 1) / np.maximum(h[ok], 1))
+    return area, aspect
+
+
+def shape_change(tracks: list[ObjectTrack], name: str) -> dict[str, float] | None:
+    """How much ``name``'s shape changes, and how much segmentation alone would change it; ``None``
+    with fewer than 3 frames in view."""
+    area, aspect = shape_series(tracks, name)
+    ok = ~np.isnan(area)
+    if ok.sum() < 3:
         return None
-    a = np.asarray(areas)
-    return float(a.std() / max(a.mean(), 1e-6)), float(np.std(aspects))
+    a, r = area[ok], aspect[ok]
+    k = max(1, len(r) // 3)
+    med = float(np.median(a))
+    tol = area_tolerance(med)
+    return {
+        "area_cv": float(a.std() / max(a.mean(), 1e-6)),
+        "aspect_drift": float(abs(np.median(r[-k:]) - np.median(r[:k]))),
+        "aspect_std": float(np.std(r)),
+        "tolerance": tol,
+        "area": med,
+    }
 
 
-def in_contact(tracks: list[ObjectTrack], name: str) -> bool:
-    """Whether ``name`` touches another mask (not the border) in any frame where it is seen."""
-    return any(bool((tr.visible & tr.touching & ~tr.at_border).any()) for tr in tracks if (tr.name or f"#{tr.id}") == name)
+def is_soft(inp: CheckInput, name: str) -> bool:
+    for o in inp.objects:
+        if o.get("name") == name and o.get("rigid") is not None:
+            return not bool(o["rigid"])
+    return any(w in name.lower() for w in SOFT_WORDS)
+
+
+def _excess(c: dict[str, float]) -> float:
+    """How far a shape change goes beyond segmentation jitter (0 = within it)."""
+    tol = c["tolerance"]
+    return (max(0.0, c["aspect_drift"] - 2 * tol) + max(0.0, c["aspect_std"] - 1.5 * tol)
+            + max(0.0, c["area_cv"] - 2 * tol))
+
+
+def _moves(tracks: list[ObjectTrack], name: str, H: int) -> float:
+    return max((tr.displacement for tr in tracks if (tr.name or f"#{tr.id}") == name), default=0.0) / H
 
 
 def run(inp: CheckInput) -> CheckResult:
-    ref = inp.ref_tracks if inp.has_reference else None
-    names = object_names(ref) if ref else object_names(inp.tracks)
-    per, total = {}, 0.0
+    names = followed(inp)
+    per, excess, deficit = {}, 0.0, 0.0
+    load = False
     for n in names:
-        contact = ref is not None and in_contact(ref, n)
-        g = shape_stats(inp.tracks, n, contact=contact)
-        r = shape_stats(ref, n, contact=contact) if ref else (0.0, 0.0)
-        if g is None or r is None:
+        c = shape_change(inp.tracks, n)
+        moved = _moves(inp.tracks, n, inp.height)
+        load |= moved > 0.05
+        if c is None:
             continue
-        dev = sum(max(0.0, abs(gi - ri) - 0.05) for gi, ri in zip(g, r, strict=True))
-        per[n] = {"area_cv": g[0], "aspect_std": g[1], "area_cv_ref": r[0], "aspect_std_ref": r[1], "deviation": dev,
-                  "frames": "with_contact" if contact else "clean"}
-        total = max(total, dev)
+        soft = is_soft(inp, n)
+        e = _excess(c)
+        load |= e > 0
+        if soft and inp.rule in LOAD_RULES:
+            # a soft body under load deforms: at least its jitter's worth beyond it
+            d = max(0.0, c["tolerance"] - e) if e < c["tolerance"] else 0.0
+            deficit = max(deficit, d)
+            per[n] = {**c, "soft": True, "deformation": e, "deficit": d, "moved": moved}
+        else:
+            excess = max(excess, e)
+            per[n] = {**c, "soft": soft, "excess": e, "moved": moved}
     if not per:
-        return not_applicable(NAME, "no object was in view (inside the frame) for 3 frames")
-    score = float(np.exp(-total / 0.1))
-    ok = total < 0.05
-    return CheckResult(NAME, "pass" if ok else "fail", score, {"objects": per, "deviation": total},
-                       "" if ok else f"shape/area change differs from the expected by {total:.2f}")
+        return not_applicable(NAME, "no followed object was in view (inside the frame) for 3 frames")
+    problems = []
+    if inp.rule in LOAD_RULES and not load:
+        return CheckResult(NAME, "fail", 0.0, {"objects": per},
+                           f"nothing is loaded: no object moves or deforms, so the video shows no {inp.rule}")
+    score = float(np.exp(-(excess + deficit) / 0.1))
+    if excess > 0:
+        problems.append(f"a rigid object changes shape by {excess:.2f} beyond segmentation jitter")
+    if deficit > 0:
+        problems.append("a soft object keeps its shape under load")
+    return CheckResult(NAME, "fail" if problems else "pass", score,
+                       {"objects": per, "deviation": excess + deficit}, "; ".join(problems))
