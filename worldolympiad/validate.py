@@ -151,3 +151,76 @@ def validate_file(path: str | Path) -> list[Problem]:
     if isinstance(d, Mapping) and "cases" in d:
         return validate_suite_dict(d, base_dir=path.parent)
     return validate_case_dict(d)
+
+
+# ---------------------------------------------------------------------------- warnings
+# Where a valid case will give weak or ambiguous evidence. Warnings never change validate's exit
+# code; each says what it costs and how to fix it.
+
+#: rules about a body that changes (the phase changes, dissolving, burning): their check follows
+#: the case's ``role: subject`` object (tracks/physics/checks/phase_change.py).
+SUBJECT_RULES = ("melting", "sublimation", "vaporization", "condensation", "deposition", "freezing",
+                 "solubility", "combustibility")
+#: bare directions that move an agent one way and, read as camera pans, the content the other.
+AMBIGUOUS_DIRECTIONS = ("left", "right", "up", "down")
+
+
+def case_warnings(d: Any, prefix: str = "$") -> list[Problem]:
+    """Weak-evidence warnings for one (valid) case object; empty when there are none."""
+    if not isinstance(d, Mapping):
+        return []
+    out: list[Problem] = []
+    physics = d.get("physics") or {}
+    objects = physics.get("objects") or [] if isinstance(physics, Mapping) else []
+    for i, o in enumerate(objects):
+        if isinstance(o, Mapping) and o.get("color") is None:
+            out.append(Problem(f"{prefix}.physics.objects[{i}]",
+                               f"object {o.get('name')!r} has no color: the physical track finds it by motion only "
+                               "(a resting or slow object may be missed) and names what it tracked object1, object2...; "
+                               "add \"color\": [r, g, b]"))
+    rules = physics.get("rules") or [] if isinstance(physics, Mapping) else []
+    changing = [r for r in rules if r in SUBJECT_RULES]
+    if changing and objects and not any(isinstance(o, Mapping) and o.get("role") == "subject" for o in objects):
+        out.append(Problem(f"{prefix}.physics.objects",
+                           f"rules {changing} follow the body that changes, but no object has \"role\": \"subject\": it is "
+                           "guessed from the object's name, else from the video itself (a phase change played backwards "
+                           "can then pass); mark the melting/freezing/dissolving/burning body with \"role\": \"subject\""))
+    meta = d.get("metadata") or {}
+    has_space = isinstance(meta, Mapping) and any(meta.get(k) for k in ("action_space", "action_space_name", "game", "generator"))
+    # Structured actions (a camera move, an end-effector delta) carry their own motion.
+    acted = [(i, a) for i, c in enumerate(d.get("chunks") or []) if isinstance(c, Mapping) and (a := c.get("action"))
+             and not (isinstance(a, Mapping) and any(k in a for k in ("translation", "delta", "yaw_deg")))]
+    if acted and not has_space:
+        names = sorted({a if isinstance(a, str) else str(a.get("name", "")) for _, a in acted if isinstance(a, (str, Mapping))})
+        scenario = d.get("scenario")
+        ambiguous = [n for n in names if n.lower() in AMBIGUOUS_DIRECTIONS]
+        if scenario in ("gaming", "robotics") and ambiguous:
+            what = (f"actions {ambiguous} could move an agent or the camera (opposite image directions), so the "
+                    "interaction track reports action following as not applicable")
+        else:
+            vocab = "robotics end-effector commands, then camera moves" if scenario == "robotics" else "camera moves"
+            what = f"actions {names} are read with the shipped default vocabulary ({vocab}, tracks/interaction/data/action_spaces.yaml)"
+        out.append(Problem(f"{prefix}.metadata", f"no action space: {what}; add metadata.action_space (what each action "
+                                                 "moves and which way) or metadata.action_space_name"))
+    return out
+
+
+def warnings_for_file(path: str | Path) -> list[Problem]:
+    """Weak-evidence warnings for a case or suite file (nothing when it cannot be read: the
+    problems say why)."""
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    if not (isinstance(d, Mapping) and "cases" in d):
+        return case_warnings(d)
+    out: list[Problem] = []
+    for i, item in enumerate(d.get("cases") or []):
+        if isinstance(item, str):
+            try:
+                item = json.loads((path.parent / item).read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+        out += case_warnings(item, prefix=f"$.cases[{i}]")
+    return out

@@ -36,6 +36,18 @@ class UnknownActionError(ValueError):
     """A chunk's action is not in the case's action vocabulary."""
 
 
+class AmbiguousActionError(UnknownActionError):
+    """A bare direction (``left``, ``up``...) in a gaming or robotics case without an action space:
+    it may move an agent or the camera, in opposite image directions, so no reading is safe."""
+
+
+#: bare directions that mean opposite image motions for an agent (it moves left) and for a
+#: camera (the content moves right).
+AMBIGUOUS_DIRECTIONS = ("left", "right", "up", "down")
+#: scenarios whose actions usually move an agent, not the camera.
+AGENT_SCENARIOS = ("gaming", "robotics")
+
+
 @dataclass(frozen=True)
 class ExpectedMotion:
     """The motion an action should cause in the image.
@@ -220,6 +232,13 @@ def expected_motion(action: Action, case: Case, frames: int = 1) -> ExpectedMoti
     entry = actions[key]
     if from_case:
         return _from_case_space(key, space, entry, case)
+    if vocab_name == "camera" and case.scenario in AGENT_SCENARIOS and key.lower() in AMBIGUOUS_DIRECTIONS:
+        raise AmbiguousActionError(
+            f"case {case.id!r} ({case.scenario}): action {name!r} has no action space to say what it moves; the "
+            f"generic camera vocabulary would read it as a camera pan (content moving opposite to "
+            f"{name!r}), the reverse of an agent moving {name!r}. Add metadata.action_space (e.g. "
+            "{\"kind\": \"image_translation\", \"actions\": {\"left\": {\"translation\": [-1, 0]}}}) "
+            "or metadata.game / action_space_name naming a shipped vocabulary")
     return _from_canonical(key, entry)
 
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tracks.interaction.actions import UnknownActionError, agent_appearance, expected_motion
+from tracks.interaction.actions import AmbiguousActionError, UnknownActionError, agent_appearance, expected_motion
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, Chunk, MetricValue, Video
@@ -137,6 +137,9 @@ class InteractionTrack(Track):
         try:
             for c in chunks:
                 expected_motion(c.action, case)  # validate every action first: a clear per-case error
+        except AmbiguousActionError as e:
+            # Not the video's fault: the case does not say what its actions move (issue 56).
+            return [spec[n].not_applicable(str(e)) for n in names]
         except UnknownActionError as e:
             errors.append(str(e))
             return [spec[n].failed(str(e)) for n in names]

@@ -234,19 +234,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from worldolympiad.registries import SUITES
 
         if args.target in SUITES:
-            from worldolympiad.validate import validate_case_dict
+            from worldolympiad.validate import case_warnings, validate_case_dict
 
             problems = []
+            warnings = []
             cases = SUITES.get(args.target)()
             seen: set[str] = set()
             for i, c in enumerate(cases):
                 problems += validate_case_dict(c.to_dict(), prefix=f"$[{i}]")
+                warnings += case_warnings(c.to_dict(), prefix=f"$[{i}]")
                 if c.id in seen:
                     problems.append(f"$[{i}].id: duplicate case id {c.id!r}")  # type: ignore[arg-type]
                 seen.add(c.id)
+            _report_warnings(args.target, warnings)
             return _report_problems(args.target, problems, len(cases))
         raise UsageError(f"{path} not found (and not a registered suite name); pass a case or suite JSON file")
+    from worldolympiad.validate import warnings_for_file
+
     problems = validate_file(path)
+    _report_warnings(str(path), warnings_for_file(path))
     n = 1
     try:
         d = json.loads(path.read_text())
@@ -254,6 +260,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except (json.JSONDecodeError, OSError):
         pass
     return _report_problems(str(path), problems, n)
+
+
+def _report_warnings(what: str, warnings: Sequence[Any]) -> None:
+    """Weak-evidence warnings (the exit code is the problems' alone)."""
+    for w in warnings:
+        print(f"{what}: warning: {w}")
 
 
 def _report_problems(what: str, problems: Sequence[Any], n: int) -> int:

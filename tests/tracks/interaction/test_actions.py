@@ -77,3 +77,24 @@ def test_atari_pong_defaults_map_right_to_paddle_up_and_agent_colour_is_known():
 
 def test_chunk_without_action_expects_nothing():
     assert expected_motion(None, _case()) is None
+
+
+def test_bare_directions_in_a_gaming_case_without_action_space_are_not_read_as_camera_pans(tmp_path):
+    """Issue 56: `left/right/up/down` with no action space were read with the camera vocabulary
+    (pans, content moving the other way), and a video ignoring every action scored 0.891 against
+    the reference's 0.893. No reading is safe: action following is not applicable, with the fix."""
+    from tracks.interaction.actions import AmbiguousActionError
+    from tracks.interaction.track import InteractionTrack
+    from worldolympiad.track import EvalContext
+    from worldolympiad.types import Video
+
+    case = _case(actions=("left", "right"))
+    with pytest.raises(AmbiguousActionError, match="action_space"):
+        expected_motion("left", case)
+    # the camera vocabulary still applies to first-person words and to realworld cases
+    assert expected_motion("turn_left", case).target == "camera"
+    assert expected_motion("left", _case(actions=("left",), scenario="realworld")).target == "camera"
+    frames = np.zeros((case.num_frames, case.height, case.width, 3), np.uint8)
+    out = InteractionTrack().evaluate(Video(frames, case.fps), case, EvalContext(work_dir=tmp_path))
+    following = {m.name: m for m in out.metrics if m.name in ("direction_accuracy", "magnitude_error", "response_delay")}
+    assert all(m.status == "not_applicable" and "action_space" in (m.reason or "") for m in following.values())
