@@ -14,7 +14,10 @@ camera or the agent (:mod:`tracks.interaction.motion`) is projected on the expec
   magnitude; chunks with neither are skipped (not applicable if none remains).
 * **Response delay**: with a reference, the lag (frames, then seconds) maximising the
   normalised cross-correlation of the generated and reference projected-speed series over
-  the whole video (a model that answers late lags behind). Without one, the mean onset
+  the whole video (a model that answers late lags behind), or of their motion-energy series
+  (:func:`motion_energy`, the whole picture's change per frame) where that peak is higher; a
+  video that shows the reference's own pictures late is aligned frame by frame instead
+  (:func:`_aligned_lag`). Without one, the mean onset
   inside chunks: the first frame whose projected speed reaches half the chunk's steady
   (90th-percentile) speed. A video in which nothing moves above the noise floor never
   answered: its delay is the longest lag considered (about one chunk), as an onset that never
@@ -173,6 +176,47 @@ def _onset(p: np.ndarray) -> float | None:
     return float(np.argmax(p >= 0.5 * steady))
 
 
+def motion_energy(frames: np.ndarray, side: int = 64) -> np.ndarray:
+    """Mean absolute grey-level change between consecutive frames ``[T - 1]``, on frames shrunk to at
+    most ``side`` pixels (codec noise averages out; no tracking needed)."""
+    import cv2
+
+    T, H, W, _ = frames.shape
+    f = min(1.0, side / max(H, W))
+    size = (max(1, round(W * f)), max(1, round(H * f)))
+    grey = np.stack([cv2.resize(cv2.cvtColor(fr, cv2.COLOR_RGB2GRAY), size, interpolation=cv2.INTER_AREA)
+                     for fr in frames]).astype(np.float32)
+    return np.abs(np.diff(grey, axis=0)).mean(axis=(1, 2))
+
+
+def _aligned_lag(frames: np.ndarray, ref: np.ndarray, max_lag: int, side: int = 64) -> int | None:
+    """Lag ``k`` (|k| <= max_lag) minimising the mean grey difference of ``frames[t]`` and ``ref[t - k]``,
+    when that minimum is distinct (under half the median over lags); ``None`` when the video does
+    not show the reference's pictures."""
+    import cv2
+
+    T, H, W, _ = frames.shape
+    f = min(1.0, side / max(H, W))
+    size = (max(1, round(W * f)), max(1, round(H * f)))
+
+    def small(x: np.ndarray) -> np.ndarray:
+        return np.stack([cv2.resize(cv2.cvtColor(fr, cv2.COLOR_RGB2GRAY), size, interpolation=cv2.INTER_AREA)
+                         for fr in x]).astype(np.float32)
+
+    g, r = small(frames), small(ref)
+    costs = {}
+    for k in range(-max_lag, max_lag + 1):
+        x, y = (g[k:], r[: T - k]) if k >= 0 else (g[: T + k], r[-k:])
+        if len(x) >= max(3, T // 2):
+            costs[k] = float(np.abs(x - y).mean())
+    if len(costs) < 3:
+        return None
+    best = min(costs, key=lambda k: (costs[k], abs(k)))
+    if costs[best] >= 0.5 * float(np.median(list(costs.values()))):
+        return None
+    return best
+
+
 def _xcorr_lag(a: np.ndarray, b: np.ndarray, max_lag: int) -> tuple[int, float]:
     """Lag ``k`` maximising corr(a[t + k], b[t]) for |k| <= max_lag (``a`` lags ``b`` by k frames)."""
     a = np.nan_to_num(a - (np.nanmean(a) if np.isfinite(a).any() else 0.0))
@@ -256,7 +300,18 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
             report.delay_frames, report.delay_method = float(lag_max), "no_response"
         else:
             lag, r = _xcorr_lag(proj_gen, proj_ref, lag_max)
-            report.delay_frames, report.delay_method, report.correlation = float(abs(lag)), "xcorr_with_reference", r
+            method = "xcorr_with_reference"
+            # The whole picture's motion energy lags with the agent's and needs no tracking: where
+            # it aligns better (a higher peak), its lag is the delay.
+            e_lag, e_r = _xcorr_lag(motion_energy(frames), motion_energy(ref), lag_max)
+            if e_r > r:
+                lag, r, method = e_lag, e_r, "xcorr_motion_energy"
+            # Where the video shows the reference's own pictures late, aligning the frames says by
+            # how much directly (a camera fly-through's energy is flat and has no peak to find).
+            a_lag = _aligned_lag(frames, ref, lag_max)
+            if a_lag is not None:
+                lag, method = a_lag, "frame_alignment"
+            report.delay_frames, report.delay_method, report.correlation = float(abs(lag)), method, r
     elif moving:
         onsets = [c.onset_frames for c in moving if c.onset_frames is not None]
         if onsets:
