@@ -145,9 +145,9 @@ def test_mechanics_cases_declare_only_the_rules_their_clip_shows(case_id, genera
 
 #: declared rules the model-free checks cannot yet verify on the smoke reference with no reference
 #: to compare against (physics v3 judges the video alone). Each is an open problem in NOTES.md:
-#: the dyes' declared mixture colour is not the rendered shade at 64 px; the tinting solution takes
+#: the tinting solution takes
 #: the crystal's colour; the submerged balls take the water's tint and are lost.
-KNOWN_UNVERIFIED = {("smoke-material-color_mixing", "color_mixing"), ("smoke-material-dissolving", "solubility"),
+KNOWN_UNVERIFIED = {("smoke-material-dissolving", "solubility"),
                     ("smoke-mechanics-buoyancy", "buoyancy"), ("smoke-mechanics-buoyancy", "gravity")}
 
 

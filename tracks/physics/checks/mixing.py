@@ -36,36 +36,62 @@ def mixture_colour(frames: np.ndarray) -> np.ndarray | None:
     return lab[1][changed].mean(axis=0) if changed.any() else None
 
 
+#: chroma (Lab) below which a pixel shows no dye: white water, grey walls.
+MIN_CHROMA = 10.0
+#: hue separation (radians) the declared mixture needs from the other colours for hue alone to
+#: tell it apart (blue + yellow -> green); closer hues (a blue crystal tinting water blue) are
+#: told apart in full Lab.
+HUE_SEPARATION = np.deg2rad(30.0)
+
+
+def _hue(lab: np.ndarray) -> np.ndarray:
+    return np.arctan2(lab[..., 2], lab[..., 1])
+
+
+def _hue_distance(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    return np.abs(np.angle(np.exp(1j * (np.asarray(a) - np.asarray(b)))))
+
+
 def spread(frames: np.ndarray, mix: np.ndarray | None = None,
            others: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Share of the frame showing the mixture colour ``mix`` per frame ``[T]``, and the last
     frame's changed-vs-first mask ``[H, W]``. Without ``mix``, the changed area is used.
 
-    With ``others`` (the case's other declared RGB colours), a pixel shows the mixture when it is
-    nearer to it than to any of them and within 30 Lab units: a declared mixture colour is a
-    name, not the exact shade a renderer or a codec gives it."""
+    With ``others`` (the case's other declared RGB colours), a pixel shows the mixture when its
+    hue is nearer the mixture's than any other declared hue (and it has some colour at all): a
+    diffusing dye pales as it spreads, so its lightness and saturation are no yardstick, its hue
+    is. Where the hues are too close to tell apart, it is the nearest declared colour in Lab
+    (within 30 units): a declared mixture colour is a name, not the exact shade a renderer or a
+    codec gives it."""
     lab = rgb_to_lab(frames)
     last_changed = np.linalg.norm(lab[-1] - lab[0], axis=-1) > 15.0
     if mix is None:
         d = np.linalg.norm(lab - lab[:1], axis=-1) > 15.0  # [T, H, W]
     elif others:
-        dm = np.linalg.norm(lab - mix, axis=-1)
         rivals = [rgb_to_lab(c.reshape(1, 1, 3))[0, 0] for c in others]
-        nearest_other = np.min(np.stack([np.linalg.norm(lab - r, axis=-1) for r in rivals]), axis=0)
-        d = (dm < 30.0) & (dm < nearest_other)
+        if min(float(_hue_distance(_hue(mix), _hue(r))) for r in rivals) >= HUE_SEPARATION:
+            h = _hue(lab)
+            dm = _hue_distance(h, _hue(mix))
+            nearest_other = np.min(np.stack([_hue_distance(h, _hue(r)) for r in rivals]), axis=0)
+            d = (dm < nearest_other) & (np.hypot(lab[..., 1], lab[..., 2]) > MIN_CHROMA)
+        else:
+            dm = np.linalg.norm(lab - mix, axis=-1)
+            nearest_other = np.min(np.stack([np.linalg.norm(lab - r, axis=-1) for r in rivals]), axis=0)
+            d = (dm < 30.0) & (dm < nearest_other)
     else:
         d = np.linalg.norm(lab - mix, axis=-1) < 15.0
     return d.mean(axis=(1, 2)), last_changed
 
 
-def spreads(s: np.ndarray) -> bool:
+def spreads(s: np.ndarray, monotone: float = SPREAD_MONOTONE) -> bool:
     """A spreading phenomenon: the area gained since the first frame ends above 2 % of the frame,
     at least doubles after the first quarter (a moving rigid object changes a roughly constant
     area) and grows almost monotonically (:data:`SPREAD_MONOTONE`; a robot arm sweeping through
     the view gains and loses area). Gains, not totals: pale dye edges can show the mixture's
-    colour from the first frame on, and that area is no evidence of mixing."""
+    colour from the first frame on, and that area is no evidence of mixing. A case's declared
+    mixture hue excludes the arm, so there ``monotone`` is :data:`MONOTONE` (codec noise)."""
     gain = s - s[0]
-    return bool(gain[-1] >= 0.02 and gain[-1] >= 2 * gain[len(s) // 4] and monotone_fraction(s, +1) >= SPREAD_MONOTONE)
+    return bool(gain[-1] >= 0.02 and gain[-1] >= 2 * gain[len(s) // 4] and monotone_fraction(s, +1) >= monotone)
 
 
 def segment_distance(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
@@ -106,7 +132,7 @@ def run(inp: CheckInput) -> CheckResult:
     s, last = spread(inp.frames, mix, others)
     mono = monotone_fraction(s, +1)
     measured: dict = {"spread_final": float(s[-1]), "monotone": mono, "mixture": mix_name, "mixture_from": source}
-    if not spreads(s):
+    if not spreads(s, MONOTONE if source == "case" else SPREAD_MONOTONE):
         # The rule applies, so something should mix: a still or un-mixing video fails.
         return CheckResult(NAME, "fail", float(np.clip(mono * min(1.0, max(0.0, s[-1] - s[0]) / 0.02), 0, 1)) * 0.5,
                            measured, "nothing mixes or spreads in the video")
