@@ -7,17 +7,34 @@ pycolmap path (the default):
     given → incremental mapping. Known intrinsics (``case.camera``) are fixed (PINHOLE, no BA
     refinement); unknown ones are estimated (SIMPLE_RADIAL, COLMAP's 1.2·max(H, W) prior).
 
+Self-consistency (judged without the case's camera):
+    The incremental model is cross-checked by a second estimator on the same matches, COLMAP's
+    global mapper (rotation averaging + global positioning), ~1 s on 24 small frames. The two
+    agree when their camera paths differ by at most ``AGREEMENT_POSITION`` of the path length
+    (Sim(3)-aligned, as ATE) and their frame-to-frame rotations by at most ``AGREEMENT_ROTATION_DEG``
+    on average (as RPE rotation). Only
+    when they disagree, or the first model is unreliable on its own (registers too little, or is
+    *thin*: fewer than ``MIN_POINTS_PER_FRAME`` 3-D points per registered frame), are the
+    alternatives tried (bounded: one more feature extraction, three more mappings and the
+    OpenCV chain): incremental mapping that accepts lower parallax, DSP-SIFT features with
+    either mapper. The kept model is the one most other estimators agree with (ties: the denser
+    model). If no two estimators agree on positions the positions are marked unreliable (and
+    likewise orientations), with the reason: the trajectory metrics are then not applicable
+    rather than a low score for a video whose reconstruction, not its geometry, failed.
+
 OpenCV fallback (pycolmap failed or registered too few frames):
     SIFT + ratio test between consecutive sampled frames → essential matrix (RANSAC) →
     ``recoverPose``; relative translations are unit length, re-scaled by the median depth ratio
     of points seen in the overlapping pair, so the chain keeps one scale.
 
-The result reports registration rate, mean reprojection error (px) and mean track length.
+The result reports registration rate, mean reprojection error (px), mean track length, the
+observations of each 3-D point (for photometric consistency) and the reliability verdict.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +43,35 @@ from typing import Any
 import numpy as np
 
 logger = logging.getLogger(__name__)
+
+
+#: Two estimators agree on the camera path when their Sim(3)-aligned positions differ by at most this
+#: fraction of the path length (a quarter of the ATE metric's 0-0.2 range) ...
+AGREEMENT_POSITION = 0.05
+#: ... and their frame-to-frame rotations by at most this many degrees on average (a fifth of RPE
+#: rotation's 0-5 degree range).
+AGREEMENT_ROTATION_DEG = 1.0
+#: A model with fewer 3-D points per registered frame is too thin to trust without a second opinion.
+MIN_POINTS_PER_FRAME = 5.0
+
+
+@dataclass
+class Reliability:
+    """Whether the recovered cameras can be trusted, judged without any reference camera.
+
+    Attributes:
+        positions: two estimators agree on the camera positions (ATE, RPE translation and the
+            camera score may be computed).
+        rotations: two estimators agree on the camera orientations (RPE rotation may be computed).
+        reason: why positions or orientations are not reliable (``None`` when both are).
+        checks: provenance for the report: each estimator tried (name, registration, points,
+            reprojection error, how many others agree with it) and the pairwise disagreements.
+    """
+
+    positions: bool
+    rotations: bool
+    reason: str | None = None
+    checks: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -42,6 +88,9 @@ class CameraRecovery:
         track_length: mean number of frames observing a point.
         method: ``"pycolmap"`` or ``"opencv"``.
         failure: why recovery failed (``None`` when it worked).
+        observations: ``[N, 4]`` rows ``(point index, sampled frame index, x, y)``: where each 3-D
+            point was observed (pixels; empty when unknown).
+        reliability: the self-consistency verdict (``None`` when not judged, e.g. ``method="opencv"``).
     """
 
     frame_indices: np.ndarray
@@ -55,6 +104,8 @@ class CameraRecovery:
     method: str
     failure: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    observations: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    reliability: Reliability | None = None
 
     @property
     def registration_rate(self) -> float:
@@ -83,6 +134,7 @@ def recover_cameras(
     exhaustive_max: int = 40,
     vocab_tree: str | None = None,
     min_registration: float = 0.5,
+    cross_check: bool = True,
     seed: int = 0,
 ) -> CameraRecovery:
     """Recover camera poses for ``frames``; never raises for a bad video (see ``failure``).
@@ -90,25 +142,186 @@ def recover_cameras(
     Args:
         method: ``"auto"`` (pycolmap, then OpenCV if it registers < ``min_registration``),
             ``"pycolmap"`` or ``"opencv"``.
+        cross_check: judge the pycolmap model against a second estimator and try the
+            alternatives when it is unreliable (module docstring); ``False`` keeps the first
+            incremental model unjudged (``reliability`` is then ``None``).
     """
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
         raise ValueError(f"frames must be uint8 [S, H, W, 3], got {frames.dtype} {frames.shape}")
-    attempts: list[CameraRecovery] = []
-    if method in ("auto", "pycolmap"):
-        try:
-            rec = _pycolmap_recover(frames, frame_indices, Path(work_dir) / "colmap", K=K, masks=masks,
-                                    exhaustive_max=exhaustive_max, vocab_tree=vocab_tree, seed=seed)
-        except ImportError as e:  # pragma: no cover - pycolmap is a declared dependency
-            rec = _failed(frames, frame_indices, K, "pycolmap", f"pycolmap unavailable: {e}")
-        attempts.append(rec)
-        if method == "pycolmap" or (rec.ok and rec.registration_rate >= min_registration):
+    if method == "opencv":
+        return _opencv_recover(frames, frame_indices, K=K, masks=masks)
+    if method not in ("auto", "pycolmap"):
+        raise ValueError(f"method must be 'auto', 'pycolmap' or 'opencv', got {method!r}")
+    try:
+        session = _ColmapSession(frames, frame_indices, Path(work_dir) / "colmap", K=K, masks=masks,
+                                 exhaustive_max=exhaustive_max, vocab_tree=vocab_tree, seed=seed)
+        rec = session.run(VARIANTS[0])
+    except ImportError as e:  # pragma: no cover - pycolmap is a declared dependency
+        session, rec = None, _failed(frames, frame_indices, K, "pycolmap", f"pycolmap unavailable: {e}")
+    if session is not None and cross_check:
+        rec = _judge(rec, session, frames, frame_indices, K=K, masks=masks, with_opencv=method == "auto",
+                     min_registration=min_registration)
+        if rec.ok and rec.registration_rate >= min_registration:
             return rec
-    rec = _opencv_recover(frames, frame_indices, K=K, masks=masks)
-    attempts.append(rec)
-    best = max(attempts, key=lambda r: (r.ok, r.registration_rate))
-    if len(attempts) > 1:
-        best.details["fallback_from"] = attempts[0].failure or f"pycolmap registered {attempts[0].registration_rate:.2f}"
+    if method == "pycolmap" or (rec.ok and rec.registration_rate >= min_registration):
+        return rec
+    fallback = _opencv_recover(frames, frame_indices, K=K, masks=masks)
+    best = max((rec, fallback), key=lambda r: (r.ok, r.registration_rate))
+    best.details["fallback_from"] = rec.failure or f"pycolmap registered {rec.registration_rate:.2f}"
+    if best is fallback and rec.reliability is not None:
+        best.reliability = Reliability(False, False, "only the OpenCV chain registered enough frames; no second "
+                                       "estimator agrees with it", rec.reliability.checks)
     return best
+
+
+# ------------------------------------------------------------------ self-consistency
+
+
+@dataclass(frozen=True)
+class SfMVariant:
+    """One way to run pycolmap: which features and which mapper.
+
+    Attributes:
+        name: label in the report.
+        features: ``"sift"`` (the default extraction) or ``"dsp"`` (domain-size-pooled SIFT with
+            affine shape: more stable descriptors on small, blurred or compressed frames).
+        mapper: ``"incremental"`` or ``"global"`` (GLOMAP-style rotation averaging + positioning).
+        init_min_tri_angle: incremental mapper's minimum triangulation angle of the initial pair (deg).
+        filter_min_tri_angle: minimum triangulation angle kept for 3-D points (deg); lower accepts
+            the small parallax of a camera that mostly turns.
+    """
+
+    name: str
+    features: str = "sift"
+    mapper: str = "incremental"
+    init_min_tri_angle: float = 4.0
+    filter_min_tri_angle: float = 1.5
+
+
+#: The first is the default model, the second its cross-check, the rest the alternatives.
+VARIANTS = (
+    SfMVariant("incremental"),
+    SfMVariant("global", mapper="global"),
+    SfMVariant("incremental, low parallax", init_min_tri_angle=2.0, filter_min_tri_angle=0.5),
+    SfMVariant("dsp-sift incremental", features="dsp"),
+    SfMVariant("dsp-sift global", features="dsp", mapper="global"),
+)
+
+
+def rotation_disagreement(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean angle (deg) between the frame-to-frame rotations of two sets of cameras ``[N, 4, 4]``
+    (RPE rotation of one against the other: 0 for the same cameras in any world frame)."""
+    from tracks.geometry.trajectory import rotation_angle_deg
+
+    ra = np.einsum("tji,tjk->tik", a[:-1, :3, :3], a[1:, :3, :3])  # R_i^T R_{i+1}
+    rb = np.einsum("tji,tjk->tik", b[:-1, :3, :3], b[1:, :3, :3])
+    return float(rotation_angle_deg(np.einsum("tji,tjk->tik", ra, rb)).mean())
+
+
+def position_disagreement(a: np.ndarray, b: np.ndarray) -> float:
+    """Symmetric Sim(3)-aligned ATE between two camera paths ``[N, 4, 4]``, as a fraction of path length
+    (``inf`` when a path does not move or the paths cannot be aligned)."""
+    from tracks.geometry.trajectory import TrajectoryError, path_length, trajectory_errors
+
+    out = []
+    for x, y in ((a, b), (b, a)):
+        length = path_length(y)
+        if length <= 1e-9:
+            return math.inf
+        try:
+            out.append(trajectory_errors(x, y).ate_rmse / length)
+        except TrajectoryError:
+            return math.inf
+    return float(np.mean(out))
+
+
+def _disagreement(a: CameraRecovery, b: CameraRecovery) -> tuple[float, float]:
+    """``(positions, rotations)`` disagreement of two recoveries on the frames both registered."""
+    both = a.registered & b.registered
+    if both.sum() < 3:
+        return math.inf, math.inf
+    return position_disagreement(a.poses[both], b.poses[both]), rotation_disagreement(a.poses[both], b.poses[both])
+
+
+def _thin(rec: CameraRecovery) -> bool:
+    n = int(rec.registered.sum())
+    return rec.method == "pycolmap" and n > 0 and len(rec.points) < MIN_POINTS_PER_FRAME * n
+
+
+def _usable(rec: CameraRecovery, min_registration: float) -> bool:
+    return rec.ok and int(rec.registered.sum()) >= 3 and rec.registration_rate >= min_registration
+
+
+def _judge(first: CameraRecovery, session: _ColmapSession, frames: np.ndarray, idx: np.ndarray, *,
+           K: np.ndarray | None, masks: np.ndarray | None, with_opencv: bool, min_registration: float) -> CameraRecovery:
+    """Cross-check ``first`` with the global mapper; if they disagree or ``first`` is unreliable on its
+    own, try the alternatives and keep the model most estimators agree with (module docstring)."""
+    cands = [first]
+    cands.append(session.run(VARIANTS[1]))
+    flags = []
+    if not _usable(first, min_registration):
+        flags.append(first.failure or f"registered {first.registration_rate:.2f} of the sampled frames")
+    if _thin(first):
+        flags.append(f"thin model ({len(first.points)} 3-D points for {int(first.registered.sum())} frames)")
+    if not flags:
+        pos, rot = _disagreement(first, cands[1])
+        if pos <= AGREEMENT_POSITION and rot <= AGREEMENT_ROTATION_DEG:
+            first.reliability = Reliability(True, True, None, _checks(cands, [], {(0, 1): (pos, rot)}, [1, 1]))
+            return first
+        flags.append(f"the global mapper disagrees (positions {pos:.3f} of the path, orientations {rot:.2f} deg)")
+    cands += [session.run(v) for v in VARIANTS[2:]]
+    if with_opencv:
+        cands.append(_opencv_recover(frames, idx, K=K, masks=masks))
+    n = len(cands)
+    pair: dict[tuple[int, int], tuple[float, float]] = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            if _usable(cands[i], min_registration) and _usable(cands[j], min_registration):
+                pair[(i, j)] = _disagreement(cands[i], cands[j])
+
+    def support(i: int, rotations_only: bool) -> int:
+        return sum(1 for (a, b), (p, r) in pair.items() if i in (a, b) and r <= AGREEMENT_ROTATION_DEG
+                   and (rotations_only or p <= AGREEMENT_POSITION))
+
+    usable = [i for i in range(n) if _usable(cands[i], min_registration)]
+    pos_support = [support(i, False) for i in range(n)]
+    rot_support = [support(i, True) for i in range(n)]
+    # A thin model may vote but is kept only when nothing denser is usable.
+    pool = [i for i in usable if not _thin(cands[i])] or usable
+    if not pool:
+        first.reliability = Reliability(False, False, "no estimator reconstructed the video: " + "; ".join(flags),
+                                        _checks(cands, flags, pair, pos_support))
+        return first
+    # Prefer agreement, then a pycolmap model (multi-view tracks, bundle-adjusted) over the pairwise
+    # OpenCV chain, then coverage, then the most agreement, then the denser model.
+    best = max(pool, key=lambda i: (pos_support[i] > 0, rot_support[i] > 0, cands[i].method == "pycolmap",
+                                    cands[i].registration_rate, pos_support[i], len(cands[i].points)))
+    chosen = cands[best]
+    positions, rotations = pos_support[best] > 0, rot_support[best] > 0
+    reason = None
+    if not positions:
+        near = min((p for (a, b), (p, _) in pair.items() if best in (a, b)), default=math.inf)
+        reason = (f"no two camera estimators agree on the camera path (the closest differs by {near:.3f} of the path "
+                  f"length, tolerance {AGREEMENT_POSITION}); {len(usable)} of {n} estimators reconstructed the video")
+        if not rotations:
+            reason += f", nor on the orientations (tolerance {AGREEMENT_ROTATION_DEG} deg)"
+    chosen.reliability = Reliability(positions, rotations, reason, _checks(cands, flags, pair, pos_support))
+    chosen.details["chosen_from"] = [c.details.get("variant", c.method) for c in cands]
+    return chosen
+
+
+def _checks(cands: list[CameraRecovery], flags: list[str], pair: dict[tuple[int, int], tuple[float, float]],
+            support: list[int]) -> dict[str, Any]:
+    names = [c.details.get("variant", c.method) for c in cands]
+    return {
+        "flags": [f for f in flags if f],
+        "estimators": [{"name": names[i], "registration": round(c.registration_rate, 3), "points": int(len(c.points)),
+                        "reprojection_error": None if not math.isfinite(c.reprojection_error) else round(c.reprojection_error, 3),
+                        "failure": c.failure, "agreeing": support[i] if i < len(support) else 0}
+                       for i, c in enumerate(cands)],
+        "disagreement": [{"a": names[a], "b": names[b], "positions": None if not math.isfinite(p) else round(p, 4),
+                          "rotations_deg": None if not math.isfinite(r) else round(r, 3)} for (a, b), (p, r) in pair.items()],
+    }
 
 
 def default_K(height: int, width: int) -> np.ndarray:  # noqa: N802 - K is the intrinsics matrix
@@ -129,104 +342,167 @@ def _failed(frames: np.ndarray, idx: np.ndarray, K: np.ndarray | None, method: s
 # ------------------------------------------------------------------------- pycolmap
 
 
-def _pycolmap_recover(
-    frames: np.ndarray, idx: np.ndarray, root: Path, *, K: np.ndarray | None, masks: np.ndarray | None,
-    exhaustive_max: int, vocab_tree: str | None, seed: int,
-) -> CameraRecovery:
-    import cv2
-    import pycolmap
+class _ColmapSession:
+    """Frames written once; features extracted and matched once per feature kind; any number of mappings."""
 
-    S, H, W = frames.shape[:3]
-    if root.exists():
-        shutil.rmtree(root)
-    img_dir, mask_dir, out_dir = root / "images", root / "masks", root / "sparse"
-    for d in (img_dir, mask_dir, out_dir):
-        d.mkdir(parents=True)
-    names = [f"{i:05d}.png" for i in range(S)]
-    for i, name in enumerate(names):
-        cv2.imwrite(str(img_dir / name), cv2.cvtColor(frames[i], cv2.COLOR_RGB2BGR))
-        if masks is not None:
-            # COLMAP masks: zero pixels are ignored during feature extraction.
-            cv2.imwrite(str(mask_dir / f"{name}.png"), np.where(masks[i], 0, 255).astype(np.uint8))
+    def __init__(self, frames: np.ndarray, idx: np.ndarray, root: Path, *, K: np.ndarray | None,
+                 masks: np.ndarray | None, exhaustive_max: int, vocab_tree: str | None, seed: int) -> None:
+        import cv2
+        import pycolmap  # noqa: F401 - fail early (ImportError) when it is missing
 
-    reader = pycolmap.ImageReaderOptions()
-    if K is not None:
-        reader.camera_model = "PINHOLE"
-        reader.camera_params = ",".join(str(float(v)) for v in (K[0, 0], K[1, 1], K[0, 2], K[1, 2]))
-    else:
-        reader.camera_model = "SIMPLE_RADIAL"
-    if masks is not None:
-        reader.mask_path = str(mask_dir)
-    extraction = pycolmap.FeatureExtractionOptions()
-    extraction.num_threads = 1
-    # Small frames have few corners: keep weak peaks (the default threshold is tuned for megapixels).
-    extraction.sift.peak_threshold = 0.004 if max(H, W) <= 160 else 0.0066
-    db = root / "database.db"
-    pycolmap.extract_features(db, img_dir, image_names=names, camera_mode=pycolmap.CameraMode.SINGLE,
-                              reader_options=reader, extraction_options=extraction, device=pycolmap.Device.cpu)
+        self.frames, self.idx, self.root, self.K, self.seed = frames, np.asarray(idx), root, K, seed
+        self.exhaustive_max, self.vocab_tree = exhaustive_max, vocab_tree
+        self.has_masks = masks is not None
+        if root.exists():
+            shutil.rmtree(root)
+        self.img_dir, self.mask_dir = root / "images", root / "masks"
+        for d in (self.img_dir, self.mask_dir):
+            d.mkdir(parents=True)
+        self.names = [f"{i:05d}.png" for i in range(len(frames))]
+        for i, name in enumerate(self.names):
+            cv2.imwrite(str(self.img_dir / name), cv2.cvtColor(frames[i], cv2.COLOR_RGB2BGR))
+            if masks is not None:
+                # COLMAP masks: zero pixels are ignored during feature extraction.
+                cv2.imwrite(str(self.mask_dir / f"{name}.png"), np.where(masks[i], 0, 255).astype(np.uint8))
+        self._databases: dict[str, tuple[Path, str]] = {}
 
-    matching = pycolmap.FeatureMatchingOptions()
-    matching.num_threads = 1
-    verification = pycolmap.TwoViewGeometryOptions()
-    verification.min_num_inliers = 12
-    if exhaustive_max >= S:
-        pycolmap.match_exhaustive(db, matching_options=matching, verification_options=verification,
-                                  device=pycolmap.Device.cpu)
-        matcher = "exhaustive"
-    else:
-        pairing = pycolmap.SequentialPairingOptions()
-        pairing.overlap = 8
-        pairing.quadratic_overlap = True
-        if vocab_tree:
-            pairing.loop_detection = True
-            pairing.vocab_tree_path = vocab_tree
-        pycolmap.match_sequential(db, matching_options=matching, pairing_options=pairing,
-                                  verification_options=verification, device=pycolmap.Device.cpu)
-        matcher = "sequential+loop" if vocab_tree else "sequential(quadratic)"
+    def database(self, features: str) -> tuple[Path, str]:
+        """``(database path, matcher label)`` with ``features`` extracted and matched (cached)."""
+        import pycolmap
 
-    opts = pycolmap.IncrementalPipelineOptions()
-    opts.num_threads = 1
-    opts.random_seed = seed
-    opts.min_model_size = 3
-    opts.min_num_matches = 12
-    opts.extract_colors = True
-    opts.mapper.init_min_num_inliers = 30
-    opts.mapper.init_min_tri_angle = 4.0
-    opts.mapper.abs_pose_min_num_inliers = 12
-    opts.mapper.random_seed = seed
-    opts.triangulation.random_seed = seed
-    if K is not None:
-        opts.ba_refine_focal_length = False
-        opts.ba_refine_principal_point = False
-        opts.ba_refine_extra_params = False
-    recs = pycolmap.incremental_mapping(db, img_dir, out_dir, options=opts)
-    if not recs:
-        return _failed(frames, idx, K, "pycolmap", "pycolmap could not initialise a reconstruction "
-                       "(too few matched features between frames: textureless, too small, or no camera motion)")
-    rec = max(recs.values(), key=lambda r: r.num_reg_images())
+        if features in self._databases:
+            return self._databases[features]
+        S, H, W = self.frames.shape[:3]
+        K = self.K
+        reader = pycolmap.ImageReaderOptions()
+        if K is not None:
+            reader.camera_model = "PINHOLE"
+            reader.camera_params = ",".join(str(float(v)) for v in (K[0, 0], K[1, 1], K[0, 2], K[1, 2]))
+        else:
+            reader.camera_model = "SIMPLE_RADIAL"
+        if self.has_masks:
+            reader.mask_path = str(self.mask_dir)
+        extraction = pycolmap.FeatureExtractionOptions()
+        extraction.num_threads = 1
+        # Small frames have few corners: keep weak peaks (the default threshold is tuned for megapixels).
+        extraction.sift.peak_threshold = 0.004 if max(H, W) <= 160 else 0.0066
+        if features == "dsp":
+            extraction.sift.domain_size_pooling = True
+            extraction.sift.estimate_affine_shape = True
+        db = self.root / f"database_{features}.db"
+        pycolmap.extract_features(db, self.img_dir, image_names=self.names, camera_mode=pycolmap.CameraMode.SINGLE,
+                                  reader_options=reader, extraction_options=extraction, device=pycolmap.Device.cpu)
+        matching = pycolmap.FeatureMatchingOptions()
+        matching.num_threads = 1
+        verification = pycolmap.TwoViewGeometryOptions()
+        verification.min_num_inliers = 12
+        if self.exhaustive_max >= S:
+            pycolmap.match_exhaustive(db, matching_options=matching, verification_options=verification,
+                                      device=pycolmap.Device.cpu)
+            matcher = "exhaustive"
+        else:
+            pairing = pycolmap.SequentialPairingOptions()
+            pairing.overlap = 8
+            pairing.quadratic_overlap = True
+            if self.vocab_tree:
+                pairing.loop_detection = True
+                pairing.vocab_tree_path = self.vocab_tree
+            pycolmap.match_sequential(db, matching_options=matching, pairing_options=pairing,
+                                      verification_options=verification, device=pycolmap.Device.cpu)
+            matcher = "sequential+loop" if self.vocab_tree else "sequential(quadratic)"
+        self._databases[features] = (db, matcher)
+        return db, matcher
 
-    registered = np.zeros(S, bool)
-    poses = np.tile(np.eye(4), (S, 1, 1))
-    name_to_i = {n: i for i, n in enumerate(names)}
-    for image in rec.images.values():
-        if not image.has_pose:
-            continue
-        i = name_to_i[image.name]
-        w2c = np.eye(4)
-        w2c[:3] = image.cam_from_world().matrix()
-        poses[i] = np.linalg.inv(w2c)
-        registered[i] = True
-    cam = next(iter(rec.cameras.values()))
-    K_est = np.asarray(cam.calibration_matrix(), dtype=np.float64)
-    pts = np.array([p.xyz for p in rec.points3D.values()]).reshape(-1, 3)
-    cols = np.array([p.color for p in rec.points3D.values()], dtype=np.uint8).reshape(-1, 3)
-    return CameraRecovery(
-        frame_indices=np.asarray(idx), registered=registered, poses=poses, K=K_est, points=pts, colors=cols,
-        reprojection_error=float(rec.compute_mean_reprojection_error()),
-        track_length=float(rec.compute_mean_track_length()), method="pycolmap",
-        details={"matcher": matcher, "num_models": len(recs), "camera_model": cam.model.name,
-                 "num_points": int(len(pts))},
-    )
+    def run(self, variant: SfMVariant) -> CameraRecovery:
+        """Map with ``variant``; a mapper error or an empty result is a ``failure``, never an exception."""
+        import pycolmap
+
+        db, matcher = self.database(variant.features)
+        out_dir = self.root / f"sparse_{VARIANTS.index(variant) if variant in VARIANTS else variant.name}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        seed, K = self.seed, self.K
+        try:
+            if variant.mapper == "global":
+                gopts = pycolmap.GlobalPipelineOptions()
+                gopts.num_threads = 1
+                gopts.random_seed = seed
+                gopts.min_num_matches = 12
+                gopts.min_model_size = 3
+                gopts.mapper.num_threads = 1
+                gopts.mapper.random_seed = seed
+                gopts.mapper.global_positioning.use_gpu = False
+                gopts.mapper.bundle_adjustment.ceres.use_gpu = False
+                if K is not None:
+                    gopts.mapper.bundle_adjustment.refine_focal_length = False
+                    gopts.mapper.bundle_adjustment.refine_principal_point = False
+                    gopts.mapper.bundle_adjustment.refine_extra_params = False
+                recs = pycolmap.global_mapping(db, self.img_dir, out_dir, options=gopts)
+            else:
+                opts = pycolmap.IncrementalPipelineOptions()
+                opts.num_threads = 1
+                opts.random_seed = seed
+                opts.min_model_size = 3
+                opts.min_num_matches = 12
+                opts.extract_colors = True
+                opts.mapper.init_min_num_inliers = 30
+                opts.mapper.init_min_tri_angle = variant.init_min_tri_angle
+                opts.mapper.filter_min_tri_angle = variant.filter_min_tri_angle
+                opts.mapper.abs_pose_min_num_inliers = 12
+                opts.mapper.random_seed = seed
+                opts.triangulation.random_seed = seed
+                if K is not None:
+                    opts.ba_refine_focal_length = False
+                    opts.ba_refine_principal_point = False
+                    opts.ba_refine_extra_params = False
+                recs = pycolmap.incremental_mapping(db, self.img_dir, out_dir, options=opts)
+        except (RuntimeError, ValueError) as e:  # a mapper that gives up on a degenerate video
+            rec = _failed(self.frames, self.idx, K, "pycolmap", f"{variant.name} mapper failed: {e}")
+            rec.details["variant"] = variant.name
+            return rec
+        recs = {k: r for k, r in recs.items() if r.num_reg_images() > 0}
+        if not recs:
+            rec = _failed(self.frames, self.idx, K, "pycolmap", "pycolmap could not initialise a reconstruction "
+                          "(too few matched features between frames: textureless, too small, or no camera motion)")
+            rec.details["variant"] = variant.name
+            return rec
+        return self._recovery(max(recs.values(), key=lambda r: r.num_reg_images()), len(recs), matcher, variant)
+
+    def _recovery(self, rec: Any, num_models: int, matcher: str, variant: SfMVariant) -> CameraRecovery:
+        S = len(self.frames)
+        registered = np.zeros(S, bool)
+        poses = np.tile(np.eye(4), (S, 1, 1))
+        name_to_i = {n: i for i, n in enumerate(self.names)}
+        image_to_i: dict[int, int] = {}
+        for image in rec.images.values():
+            if not image.has_pose:
+                continue
+            i = name_to_i[image.name]
+            image_to_i[image.image_id] = i
+            w2c = np.eye(4)
+            w2c[:3] = image.cam_from_world().matrix()
+            poses[i] = np.linalg.inv(w2c)
+            registered[i] = True
+        cam = next(iter(rec.cameras.values()))
+        K_est = np.asarray(cam.calibration_matrix(), dtype=np.float64)
+        pts, cols, obs = [], [], []
+        for k, p in enumerate(rec.points3D.values()):
+            pts.append(p.xyz)
+            cols.append(p.color)
+            for el in p.track.elements:
+                j = image_to_i.get(el.image_id)
+                if j is not None:
+                    x, y = rec.images[el.image_id].points2D[el.point2D_idx].xy
+                    obs.append((k, j, x, y))
+        points = np.array(pts, dtype=np.float64).reshape(-1, 3)
+        return CameraRecovery(
+            frame_indices=self.idx, registered=registered, poses=poses, K=K_est, points=points,
+            colors=np.array(cols, dtype=np.uint8).reshape(-1, 3),
+            reprojection_error=float(rec.compute_mean_reprojection_error()) if len(points) else float("nan"),
+            track_length=float(rec.compute_mean_track_length()) if len(points) else 0.0, method="pycolmap",
+            details={"matcher": matcher, "num_models": num_models, "camera_model": cam.model.name,
+                     "num_points": int(len(points)), "variant": variant.name},
+            observations=np.array(obs, dtype=np.float64).reshape(-1, 4),
+        )
 
 
 # --------------------------------------------------------------------------- OpenCV
@@ -249,7 +525,10 @@ def _opencv_recover(frames: np.ndarray, idx: np.ndarray, *, K: np.ndarray | None
     poses = np.tile(np.eye(4), (S, 1, 1))
     registered = np.zeros(S, bool)
     registered[0] = True
-    all_pts, all_cols, errs = [], [], []
+    all_pts: list[np.ndarray] = []
+    all_cols: list[np.ndarray] = []
+    errs: list[np.ndarray] = []
+    all_obs: list[np.ndarray] = []
     prev_depth: float | None = None
     scale = 1.0
     for i in range(1, S):
@@ -289,7 +568,10 @@ def _opencv_recover(frames: np.ndarray, idx: np.ndarray, *, K: np.ndarray | None
         err = np.linalg.norm(proj[:, :2] / proj[:, 2:3] - p1[good][front], axis=1)
         errs.append(err)
         Xw = (poses[i - 1] @ np.hstack([X[front] * scale, np.ones((front.sum(), 1))]).T).T[:, :3]
+        first = int(sum(len(a) for a in all_pts))
         all_pts.append(Xw)
+        k = np.arange(first, first + len(Xw), dtype=np.float64)[:, None]
+        all_obs += [np.hstack([k, np.full_like(k, i - 1), p0[good][front]]), np.hstack([k, np.full_like(k, i), p1[good][front]])]
         uv = np.clip(np.round(p0[good][front]).astype(int), 0, [W - 1, H - 1])
         all_cols.append(frames[i - 1][uv[:, 1], uv[:, 0]])
     if registered.sum() < 2:
@@ -300,7 +582,8 @@ def _opencv_recover(frames: np.ndarray, idx: np.ndarray, *, K: np.ndarray | None
         points=np.concatenate(all_pts) if all_pts else np.zeros((0, 3)),
         colors=np.concatenate(all_cols).astype(np.uint8) if all_cols else np.zeros((0, 3), np.uint8),
         reprojection_error=float(np.concatenate(errs).mean()) if errs else float("nan"),
-        track_length=2.0, method="opencv", details={"chain_length": int(registered.sum())},
+        track_length=2.0, method="opencv", details={"chain_length": int(registered.sum()), "variant": "opencv chain"},
+        observations=np.concatenate(all_obs) if all_obs else np.zeros((0, 4)),
     )
 
 

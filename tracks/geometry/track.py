@@ -73,7 +73,8 @@ class GeometryTrack(Track):
         with ctx.timed(f"{prefix}sfm"):
             rec = recover_cameras(frames, idx, work, K=K, masks=masks, method=str(self._opt(ctx, "sfm_method")),
                                   exhaustive_max=int(self._opt(ctx, "exhaustive_max")),
-                                  vocab_tree=self._opt(ctx, "vocab_tree"), seed=ctx.seed)
+                                  vocab_tree=self._opt(ctx, "vocab_tree"),
+                                  cross_check=_truthy(self._opt(ctx, "sfm_cross_check")), seed=ctx.seed)
         return rec, masks
 
     @staticmethod
@@ -92,6 +93,7 @@ class GeometryTrack(Track):
     def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
         from tracks.geometry.metrics.camera import NAMES as CAMERA_NAMES
         from tracks.geometry.metrics.camera import camera_metrics
+        from tracks.geometry.metrics.photometric import appearance_drift_metric
         from tracks.geometry.metrics.structure import registration_rate_metric, reprojection_error_metric
         from tracks.geometry.sfm import sample_frames
 
@@ -115,6 +117,8 @@ class GeometryTrack(Track):
         metrics: list[MetricValue] = [registration_rate_metric(specs["registration_rate"], rec)]
         metrics.append(reprojection_error_metric(specs["reprojection_error"], rec) if usable
                        else specs["reprojection_error"].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR))
+        metrics.append(appearance_drift_metric(specs["appearance_drift"], frames, rec) if usable
+                       else specs["appearance_drift"].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR))
 
         # ---- camera trajectory vs reference poses
         with ctx.timed("camera_metrics"):
@@ -152,6 +156,9 @@ class GeometryTrack(Track):
             "sampled_frames": int(len(idx)),
             "registered_frames": n_reg,
             "sfm_method": rec.method,
+            "sfm_variant": rec.details.get("variant"),
+            "positions_reliable": None if rec.reliability is None else rec.reliability.positions,
+            "rotations_reliable": None if rec.reliability is None else rec.reliability.rotations,
             "intrinsics": "case" if K is not None else "estimated",
             "dynamic_mask_fraction": float(masks.mean()) if masks is not None else 0.0,
         }
@@ -182,6 +189,9 @@ class GeometryTrack(Track):
                                     self._case_K(case, ref), prefix="reference_")
             if not rrec.ok or rrec.registered.sum() < 3:
                 return [specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}") for n in names]
+            if rrec.reliability is not None and not rrec.reliability.positions:
+                return [specs[n].not_applicable(f"reference video's cameras are unreliable: {rrec.reliability.reason}")
+                        for n in names]
             ref_poses = np.tile(np.eye(4), (len(idx), 1, 1))
             ref_poses[: len(ridx)] = rrec.poses
             ref_valid = np.zeros(len(idx), bool)
@@ -193,7 +203,7 @@ class GeometryTrack(Track):
         if both.sum() < 3:
             return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses", floor=FAILURE_FLOOR) for n in names]
         return camera_metrics(specs, rec.poses[both], ref_poses[both], source,
-                              coverage=float(both.sum()) / max(1, int(ref_valid.sum())))
+                              coverage=float(both.sum()) / max(1, int(ref_valid.sum())), reliability=rec.reliability)
 
     def _splats(self, frames: np.ndarray, rec: Any, ctx: EvalContext, work: Path, specs: dict) -> tuple[list[MetricValue], list[np.ndarray], dict[str, str]]:
         import cv2

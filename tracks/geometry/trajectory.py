@@ -111,8 +111,8 @@ def align_first_frame(est: np.ndarray, ref: np.ndarray, with_scale: bool = True)
     """Similarity that puts ``est``'s first camera onto ``ref``'s first camera (orientation and
     position) with the least-squares scale of the displacements from it.
 
-    Used when positions alone cannot fix the rotation (a static or straight-line reference path,
-    e.g. a first-person camera walking down a corridor or turning in place).
+    Used when positions cannot fix the rotation at all: a static path, or a camera turning in place
+    (collinear paths use :func:`align_line`).
     """
     R = ref[0, :3, :3] @ est[0, :3, :3].T
     d_est = (est[:, :3, 3] - est[0, :3, 3]) @ R.T
@@ -125,17 +125,62 @@ def align_first_frame(est: np.ndarray, ref: np.ndarray, with_scale: bool = True)
     return Sim3(R=R, t=t, scale=scale)
 
 
+def align_line(est: np.ndarray, ref: np.ndarray, with_scale: bool = True) -> Sim3:
+    """Least-squares similarity for collinear positions (a straight corridor walk, or an estimate on a line).
+
+    Positions then fix only the line's direction: every rotation that maps the estimate's direction
+    most correlated with the reference onto the reference line gives the same, least, ATE (a roll
+    about the line moves no position error). Of those, the roll that best matches the orientations
+    (chordal least squares over all frames) is taken, so the aligned cameras also face the right way.
+
+    Version 1 aligned the first cameras instead (:func:`align_first_frame`): one camera's
+    orientation error then swung the whole path, e.g. 1-2 degrees of error on the first frame of a
+    fly-through that walks 0.3 m while turning 54 degrees gave an ATE of 20 % of the path where the
+    least-squares ATE is 2-8 %.
+
+    Raises:
+        TrajectoryError: the positions of either path all coincide (nothing to align by position).
+    """
+    src, dst = est[:, :3, 3], ref[:, :3, 3]
+    mu_s, mu_d = src.mean(0), dst.mean(0)
+    xs, xd = src - mu_s, dst - mu_d
+    n = len(src)
+    var_s = float((xs**2).sum() / n)
+    U, D, Vt = np.linalg.svd(xd.T @ xs / n)
+    if var_s <= 1e-18 or D[0] <= 1e-12 * max(var_s, float((xd**2).sum() / n)):
+        raise TrajectoryError("positions all coincide: nothing to align by position")
+    S = np.eye(3)
+    if np.linalg.det(U) * np.linalg.det(Vt) < 0:
+        S[2, 2] = -1.0
+    R0 = U @ S @ Vt  # maps the estimate's direction onto the reference line (R0 v1 = u1)
+    u = U[:, 0]
+    # roll phi about u maximising tr(R^T M), M = sum_i R_ref_i R_est_i^T, with R = Rot(u, phi) R0
+    N = np.einsum("tij,tkj->ik", ref[:, :3, :3], est[:, :3, :3]) @ R0.T
+    ux = np.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+    a = float(np.trace((np.eye(3) - np.outer(u, u)) @ N))
+    b = float(np.trace(ux.T @ N))
+    phi = math.atan2(b, a)
+    roll = math.cos(phi) * (np.eye(3) - np.outer(u, u)) + math.sin(phi) * ux + np.outer(u, u)
+    R = roll @ R0
+    scale = float(D[0] / var_s) if with_scale else 1.0
+    return Sim3(R=R, t=mu_d - scale * R @ mu_s, scale=scale)
+
+
 def align_trajectory(est: np.ndarray, ref: np.ndarray, with_scale: bool = True) -> tuple[np.ndarray, Sim3]:
     """Sim(3)-align ``est`` onto ``ref`` by their positions (Umeyama); returns ``(aligned est, transform)``.
 
-    When the reference positions are degenerate (one point or one line) the rotation is not
-    determined by positions, so the first cameras are aligned instead (:func:`align_first_frame`).
+    When the positions are collinear the rotation about the line is not determined by positions:
+    :func:`align_line` (least-squares ATE, roll from the orientations). When the positions of either
+    path all coincide (a static camera), the first cameras are aligned (:func:`align_first_frame`).
     """
     _check_pair(est, ref)
     try:
         sim = umeyama(est[:, :3, 3], ref[:, :3, 3], with_scale=with_scale)
     except TrajectoryError:
-        sim = align_first_frame(est, ref, with_scale=with_scale)
+        try:
+            sim = align_line(est, ref, with_scale=with_scale)
+        except TrajectoryError:
+            sim = align_first_frame(est, ref, with_scale=with_scale)
     return sim.apply_to_poses(est), sim
 
 

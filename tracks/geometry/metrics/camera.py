@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracks.geometry import FAILURE_FLOOR
+from tracks.geometry.sfm import Reliability
 from tracks.geometry.trajectory import TrajectoryError, camera_score, path_length, trajectory_errors
 from worldolympiad.trackspec import MetricSpec
 from worldolympiad.types import MetricValue
@@ -13,7 +14,7 @@ NAMES = ("ate_rmse", "ate_mean", "rpe_trans", "rpe_rot", "camera_score")
 
 
 def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarray, source: str,
-                   coverage: float = 1.0) -> list[MetricValue]:
+                   coverage: float = 1.0, reliability: Reliability | None = None) -> list[MetricValue]:
     """All trajectory metrics of estimated vs reference camera-to-world poses ``[N, 4, 4]`` (matched frames).
 
     ATE is reported as a fraction of the reference path length (scale-free across cases); the
@@ -22,7 +23,22 @@ def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarra
     score is multiplied by it, since the frames it could not place are frames whose camera it
     did not get right (version 1 scored only the registered ones, so a video that registered its
     first 3 of 24 frames, before the reference camera had moved, scored as if it followed it).
+
+    ``reliability`` is the reconstruction's self-consistency verdict (judged without the reference):
+    when no two camera estimators agree on the positions, ATE, RPE translation and the camera score
+    are not applicable (and RPE rotation too when they disagree on the orientations): a path the
+    reconstruction could not pin down says nothing about the video.
     """
+    if reliability is not None and not reliability.positions:
+        why = f"camera reconstruction unreliable: {reliability.reason}"
+        out = [specs[n].not_applicable(why) for n in NAMES if n != "rpe_rot" or not reliability.rotations]
+        if reliability.rotations:
+            try:
+                err = trajectory_errors(est, ref, with_scale=True, delta=1)
+            except TrajectoryError as e:
+                return [*out, specs["rpe_rot"].failed(f"trajectory comparison impossible: {e}", floor=FAILURE_FLOOR)]
+            out.append(specs["rpe_rot"].value(err.rpe_rot_deg_mean, {"reference": source, "positions_unreliable": why}))
+        return out
     try:
         err = trajectory_errors(est, ref, with_scale=True, delta=1)
         cam = camera_score(est, ref)

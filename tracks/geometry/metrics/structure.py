@@ -15,6 +15,11 @@ def registration_rate_metric(spec: MetricSpec, rec: CameraRecovery) -> MetricVal
     details = {"registered": int(rec.registered.sum()), "sampled": int(len(rec.registered)), "method": rec.method}
     if rec.failure:
         details["failure"] = rec.failure
+    if rec.reliability is not None:
+        details["reliability"] = {"positions": rec.reliability.positions, "rotations": rec.reliability.rotations,
+                                  "reason": rec.reliability.reason, **rec.reliability.checks}
+    if "variant" in rec.details:
+        details["variant"] = rec.details["variant"]
     return spec.value(rec.registration_rate, details)
 
 
