@@ -135,15 +135,17 @@ def test_moving_rigid_ball_is_not_mixing(ball):
     assert r.status == "fail" and "nothing mixes" in r.reason, r
 
 
-def _fire_scene(T=24, H=32, W=32, flame=True):
+def _fire_scene(T=24, H=32, W=32, flame=True, flickers=True):
     frames = np.full((T, H, W, 3), 30, np.uint8)
     masks = np.zeros((T, H, W), np.int32)
+    rng = np.random.default_rng(0)
     for t in range(T):
         h = int(12 * (1 - 0.6 * t / (T - 1)))
         frames[t, H - 4 - h : H - 4, 10:22] = (110, 70, 30)  # log burning down
         masks[t, H - 4 - h : H - 4, 10:22] = 1
         if flame:
-            frames[t, H - 10 - h : H - 4 - h, 12:20] = (255, 140, 20)
+            tall, x0 = (int(rng.integers(3, 9)), int(rng.integers(10, 14))) if flickers else (6, 12)
+            frames[t, H - 4 - h - tall : H - 4 - h, x0 : x0 + 8] = (255, 140, 20)
     return S.Scene(frames, masks, {"log": {"id": 1, "color": (110, 70, 30)}})
 
 
@@ -154,6 +156,10 @@ def test_combustion_needs_flame_and_shrinking_fuel():
     assert run_check("combustion", _inp(no_flame, ref, rule="combustibility")).status == "fail"
     # the rule applies, so a video without a flame fails it, reference or not
     assert run_check("combustion", _inp(no_flame, no_flame, rule="combustibility", use_ref=False)).status == "fail"
+    # a flame that never flickers (a painted or frozen one) is not fire
+    still_flame = _fire_scene(flickers=False)
+    r = run_check("combustion", _inp(still_flame, still_flame, rule="combustibility", use_ref=False))
+    assert r.status == "fail" and "flicker" in r.reason, r
     # a fire that un-burns (the log grows back) fails too
     back = S.Scene(ref.frames[::-1].copy(), ref.masks[::-1].copy(), ref.objects)
     assert run_check("combustion", _inp(back, ref, rule="combustibility", use_ref=False)).status == "fail"
