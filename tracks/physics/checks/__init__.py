@@ -233,11 +233,12 @@ def _most_changing(tracks: list[ObjectTrack], names: list[str], prefer: str) -> 
 
 
 def position_tolerance(inp: CheckInput, area: float | None = None) -> float:
-    """Centroid jitter (frame heights) expected from segmentation alone: about a pixel, more for a
-    small object in a noisy (lossy) video, where its edge pixels come and go."""
-    px = 1.0 + (2.0 if inp.noise > 1.0 else 0.0)
+    """Centroid jitter (frame heights) expected from segmentation alone: a pixel and a half, twice
+    that in a noisy (lossy) video, where a body's edge pixels come and go, and more for a small
+    body (its centroid moves by a larger share of its size when one edge pixel flips)."""
+    px = 1.5 * (2.0 if inp.noise > 0.5 else 1.0)
     if area is not None and area > 0:
-        px = max(px, 1.5 * np.sqrt(4.0 / max(area, 1.0)) * px)
+        px *= max(1.0, float(np.sqrt(16.0 / max(area, 1.0))))
     return float(px / inp.height)
 
 

@@ -33,7 +33,7 @@ NAME = "continuity"
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
 SAME_BODY = 1.5
 #: an excess this small (frame heights) lowers the score but does not fail the rule.
-DEAD_ZONE = 0.01
+DEAD_ZONE = 0.02
 
 
 def steps(cen: np.ndarray) -> np.ndarray:
