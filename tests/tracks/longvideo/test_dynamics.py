@@ -123,3 +123,38 @@ def test_a_still_reference_demands_nothing_and_activity_is_size_free(moving):
     big = np.stack([cv2.resize(f, (128, 128), interpolation=cv2.INTER_LINEAR) for f in moving[:12]])
     a_small, a_big = pair_activity(moving[:12]).mean(), pair_activity(big).mean()
     assert a_small > MOTION_FLOOR and a_big == pytest.approx(a_small, rel=0.25)
+
+
+def _ball_video(T: int = 40, size: int = 96) -> np.ndarray:
+    """A 3 px ball falling fast over a black floor: motion flow misses (track v3 read it as still)."""
+    frames = np.zeros((T, size, size, 3), np.uint8)
+    frames[:, -8:] = 60
+    for t in range(T):
+        y = int(5 + 0.08 * t * t) % (size - 12)
+        frames[t, y: y + 3, size // 2: size // 2 + 3] = 255
+    return frames
+
+
+def test_a_reference_whose_only_motion_is_a_small_fast_object_still_demands_motion(monkeypatch):
+    """Frame changes carry the demand where flow reads the reference as still (track v3 then demanded nothing:
+    four standard references, Breakout, free fall, bounce and melting, gave a still video its drift score)."""
+    import tracks.longvideo.dynamics as dyn
+
+    ball = _ball_video()
+    case = _case(len(ball))
+    monkeypatch.setattr(dyn, "MOTION_FLOOR", 1.0)  # flow can see nothing: only frame changes are left
+    g = dyn.motion_gate(ball, 10.0, case, (ball, 10.0))
+    assert list(g.details["gates"]) == ["change"] and g.gate == 1.0
+    still = dyn.motion_gate(np.repeat(ball[:1], len(ball), axis=0), 10.0, case, (ball, 10.0))
+    assert still.demand == "reference" and still.gate == 0.0
+
+
+def test_an_encoded_still_reads_as_still_in_every_encoding(moving, tmp_path):
+    from worldolympiad.video.io import encode_like_users, read_video
+
+    case = _case(len(moving))
+    still = np.repeat(moving[:1], len(moving), axis=0)
+    for crf, scale in ((23, 1.0), (35, 0.75)):
+        path = encode_like_users(tmp_path / f"s{crf}.mp4", still, 10.0, crf=crf, scale=scale)
+        g = motion_gate(read_video(path).frames, 10.0, case, (moving, 10.0))
+        assert g.gate == pytest.approx(0.0, abs=1e-6), (crf, g.details)
