@@ -11,7 +11,7 @@ What it does, in order (every step resumes: files that exist are kept, the evalu
 3. **Encodings** — every video also as users write it (:func:`worldolympiad.video.io.encode_like_users`):
    H.264 yuv420p crf 23, and yuv420p crf 35 after a 0.75x resize.
 4. **Scoring through the public CLI** — ``evaluate-model --model videos:DIR --suite SUITE.json`` (its
-   ``main``, in-process) per encoding, with the case files as rendered (``reference`` condition) and, for
+   ``main``, in-process) per encoding and track (one run each, so a track whose version changes is rescored alone), with the case files as rendered (``reference`` condition) and, for
    physics, with ``reference`` stripped from them (``no_reference`` condition: users rarely have one).
 5. **Statistics** (:func:`statistics`) per condition, encoding, track and metric: pair accuracy (clean >
    every defect, weaker defect > stronger; ties count half), mean Spearman of the score against
@@ -265,33 +265,43 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
     return variants
 
 
-def write_suites(out: Path, variants: Sequence[dict[str, Any]]) -> dict[str, Path]:
-    """``OUT/render/validity_reference.json`` (every variant) and ``validity_no_reference.json`` (the physics
-    variants with ``reference`` stripped, written to ``render/cases_noref/`` so relative paths still resolve)."""
+#: scoring order: the cheap tracks first, so a stopped run has the most to show (geometry fits a splat per video)
+TRACK_ORDER: tuple[str, ...] = ("longvideo", "interaction", "physics", "geometry")
+
+
+def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence[str]) -> dict[tuple[str, str], Path]:
+    """One suite per condition and track (``OUT/render/validity_<condition>_<track>.json``): the clean videos
+    of the cases that list the track and the track's defect videos. The ``no_reference`` suites (physics) point
+    at copies of the case files with ``reference`` stripped, in ``render/cases_noref/`` so relative paths
+    still resolve. One evaluator run per suite and encoding: a track whose version changes is rescored alone.
+    """
     render_dir = out / "render"
-    ref_suite = render_dir / "validity_reference.json"
-    ref_suite.write_text(json.dumps({"name": "validity_reference", "version": "1",
-                                     "description": "held-out cases and their defect videos (bench/validity.py)",
-                                     "cases": [f"cases/{v['id']}.json" for v in variants]}, indent=1))
     noref_dir = render_dir / "cases_noref"
-    noref_dir.mkdir(exist_ok=True)
-    noref: list[str] = []
-    for v in variants:
-        doc = json.loads((render_dir / "cases" / f"{v['id']}.json").read_text())
-        keep = [t for t in doc["tracks"] if t in NO_REFERENCE_TRACKS]
-        if not keep or (v["track"] is not None and v["track"] not in NO_REFERENCE_TRACKS):
-            continue
-        doc["tracks"] = keep
-        doc.pop("reference", None)
-        (noref_dir / f"{v['id']}.json").write_text(json.dumps(doc, indent=1))
-        noref.append(f"cases_noref/{v['id']}.json")
-    suites = {"reference": ref_suite}
-    if noref:
-        path = render_dir / "validity_no_reference.json"
-        path.write_text(json.dumps({"name": "validity_no_reference", "version": "1",
-                                    "description": "the physics cases of validity_reference without their reference video",
-                                    "cases": noref}, indent=1))
-        suites["no_reference"] = path
+    noref_dir.mkdir(parents=True, exist_ok=True)
+    suites: dict[tuple[str, str], Path] = {}
+    for cond in CONDITIONS:
+        for track in tracks:
+            if cond == "no_reference" and track not in NO_REFERENCE_TRACKS:
+                continue
+            items: list[str] = []
+            for v in variants:
+                doc = json.loads((render_dir / "cases" / f"{v['id']}.json").read_text())
+                if track not in doc["tracks"] or (v["track"] is not None and v["track"] != track):
+                    continue
+                if cond == "no_reference":
+                    doc["tracks"] = [track]
+                    doc.pop("reference", None)
+                    (noref_dir / f"{v['id']}.json").write_text(json.dumps(doc, indent=1))
+                    items.append(f"cases_noref/{v['id']}.json")
+                else:
+                    items.append(f"cases/{v['id']}.json")
+            if not items:
+                continue
+            path = render_dir / f"validity_{cond}_{track}.json"
+            path.write_text(json.dumps({"name": f"validity_{cond}_{track}", "version": "1",
+                                        "description": f"held-out {track} cases and their defect videos ({cond}; "
+                                                       "bench/validity.py)", "cases": items}, indent=1))
+            suites[(cond, track)] = path
     return suites
 
 
@@ -317,30 +327,29 @@ def encode_all(out: Path, variants: Sequence[dict[str, Any]]) -> dict[str, Path]
 # ============================================================================ scoring
 
 
-def score(out: Path, suites: dict[str, Path], dirs: dict[str, Path], tracks: Sequence[str],
+def score(out: Path, suites: dict[tuple[str, str], Path], dirs: dict[str, Path],
           variants: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Score every (condition, encoding) through ``evaluate-model``'s ``main``; the score table."""
+    """Score every (condition, track, encoding) through ``evaluate-model``'s ``main``; the score table."""
     from worldolympiad.cli.evaluate import main as evaluate_model
     from worldolympiad.evaluator import make_run_spec
 
     by_id = {v["id"]: v for v in variants}
     records: list[dict[str, Any]] = []
     runs = out / "runs"
-    for cond, suite in suites.items():
-        cond_tracks = [t for t in tracks if cond == "reference" or t in NO_REFERENCE_TRACKS]
-        if not cond_tracks:
-            continue
+    order = sorted(suites, key=lambda k: (TRACK_ORDER.index(k[1]) if k[1] in TRACK_ORDER else 99, CONDITIONS.index(k[0])))
+    for cond, track in order:
+        suite = suites[(cond, track)].resolve()
         for enc, d in dirs.items():
             model = f"videos:{d.resolve()}"
-            argv = ["--model", model, "--suite", str(suite.resolve()), "--tracks", ",".join(cond_tracks),
+            argv = ["--model", model, "--suite", str(suite), "--tracks", track,
                     "--out", str(runs), "--no-progress", "--no-report", "--no-baselines"]
             t0 = time.perf_counter()
             print(f"$ evaluate-model {' '.join(argv)}", flush=True)
             _quiet(evaluate_model, argv)
-            run_dir = runs / make_run_spec(model, str(suite.resolve()), cond_tracks).dirname
+            run_dir = runs / make_run_spec(model, str(suite), [track]).dirname
             spec = json.loads((run_dir / "run_spec.json").read_text())
-            RUNS.append({"condition": cond, "encoding": enc, "run_dir": run_dir.name, "git_hash": spec.get("git_hash"),
-                         "track_versions": spec.get("track_versions")})
+            RUNS.append({"condition": cond, "encoding": enc, "track": track, "run_dir": run_dir.name,
+                         "git_hash": spec.get("git_hash"), "track_versions": spec.get("track_versions")})
             n = 0
             for line in (run_dir / "results.jsonl").read_text().splitlines():
                 row = json.loads(line)
@@ -356,7 +365,7 @@ def score(out: Path, suites: dict[str, Path], dirs: dict[str, Path], tracks: Seq
                                     "metric": metric, "defect": v["defect"], "strength": v["strength"],
                                     "value": value, "variant": v["id"]})
                 n += 1
-            print(f"  {cond} / {enc}: {n} rows in {time.perf_counter() - t0:.0f} s ({run_dir.name})", flush=True)
+            print(f"  {cond} / {track} / {enc}: {n} rows in {time.perf_counter() - t0:.0f} s ({run_dir.name})", flush=True)
     return records
 
 
@@ -652,10 +661,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     defects = QUICK_DEFECTS if args.quick else DEFECTS
     cases = heldout_cases(args.quick, [c for c in args.cases.split(",") if c])
     variants = prepare(out, cases, tracks, defects)
-    suites = write_suites(out, variants)
+    suites = write_suites(out, variants, tracks)
     dirs = encode_all(out, variants)
     print(f"{len(cases)} held-out cases, {len(variants)} videos x {len(dirs)} encodings; scoring", flush=True)
-    records = score(out, suites, dirs, tracks, variants)
+    records = score(out, suites, dirs, variants)
     stats = statistics(records)
     record = {
         "mode": "quick" if args.quick else "full", "git": git, "date": date, "command": command,

@@ -109,11 +109,15 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     out = tmp_path / "v"
     cases = validity.heldout_cases(True, ["hq-shape-hexagon"])
     variants = validity.prepare(out, cases, ["physics", "longvideo"], validity.QUICK_DEFECTS)
-    suites = validity.write_suites(out, variants)
-    noref = json.loads(suites["no_reference"].read_text())["cases"]
+    suites = validity.write_suites(out, variants, ["physics", "longvideo"])
+    assert set(suites) == {("reference", "physics"), ("reference", "longvideo"), ("no_reference", "physics")}
+    noref = json.loads(suites[("no_reference", "physics")].read_text())["cases"]
     assert len(noref) == 4  # the clean video and three teleport strengths; no long-video defect
     for rel in noref:
-        doc = json.loads((suites["no_reference"].parent / rel).read_text())
+        doc = json.loads((suites[("no_reference", "physics")].parent / rel).read_text())
         assert "reference" not in doc and doc["tracks"] == ["physics"]
     ref_doc = json.loads((out / "render" / "cases" / "hq-shape-hexagon.json").read_text())
     assert ref_doc["reference"].endswith("hq-shape-hexagon.mp4")
+    # the long-video suite holds the clean video and its own defects only
+    lv = json.loads(suites[("reference", "longvideo")].read_text())["cases"]
+    assert len(lv) == 4 and all("teleport" not in c for c in lv)
