@@ -151,6 +151,8 @@ NOISE_FACTOR = 5.0
 #: 4:2:0 encodings keep full-resolution lightness but blur chroma over 2x2 pixels, so a small
 #: object's hue bleeds into its surroundings while its lightness stays.
 CHROMA_WEIGHT = 0.5
+#: below this frame size (short side, pixels) rigid bodies' masks are not opened morphologically.
+OPENING_MIN_SIDE = 96
 
 
 class OpenCVSegmenter(Segmenter):
@@ -222,6 +224,11 @@ class OpenCVSegmenter(Segmenter):
         min_area = max(4, int(round(self.min_area_frac * H * W)))
         max_area = int(self.max_area_frac * H * W)
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
+        # Opening clears one-pixel speckle, but below ~96 px a rigid body can itself be 3 px wide
+        # (a ball in a downscaled upload) and would be erased; there the area floor alone drops
+        # its speckle. Amorphous bodies (dye, steam, fire) keep the opening: their ragged edges
+        # are the speckle.
+        opening = min(H, W) >= OPENING_MIN_SIDE
 
         # Motion: a static camera sees moving objects as departures from the per-pixel median. The
         # threshold rises with the video's own noise floor (compression noise in a lossy encoding).
@@ -237,6 +244,7 @@ class OpenCVSegmenter(Segmenter):
                    for i, o in enumerate(objects) if o.get("color") is not None]
         obj_labs = [(n, rgb_to_lab(c.reshape(1, 1, 3))[0, 0]) for n, c in colored]
         size_cap = [_size_cap(o, H * W) for o in objects if o.get("color") is not None]
+        rigid_body = [bool(o.get("shape") or o.get("rigid") is True) for o in objects if o.get("color") is not None]
         # A body declared to grow (frost over a window) may cover most of the frame.
         grows = [bool(o.get("grows")) for o in objects if o.get("color") is not None]
 
@@ -271,7 +279,8 @@ class OpenCVSegmenter(Segmenter):
                     close |= moving_named
             for k, (name, _) in enumerate(obj_labs):
                 m = close & (nearest == k)
-                m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
+                if opening or not rigid_body[k]:
+                    m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
                 comps = _components(m, min_area, H * W)
                 # An object coloured like a large background region (steam against a pale wall)
                 # is found where its colour *also* moves.
