@@ -30,7 +30,7 @@ Usage::
     OMP_NUM_THREADS=1 python bench/validity.py --quick --out /tmp/validity_quick          # minutes
     OMP_NUM_THREADS=1 python bench/validity.py --out bench/_out/validity --record validity_s45
     OMP_NUM_THREADS=1 python bench/validity.py --baselines --out bench/_out/baselines \\
-        --baseline-suites smoke:0,1,2 standard:0 --record baselines_s45
+        --baseline-suites smoke:0,1,2 standard:0:1 --record baselines_s45   # standard: 1 case per generator
     python bench/validity.py --tracks interaction,longvideo --cases ho-photo-coffee-sweep   # a subset
 
 Tuning split vs held-out split: see :mod:`scenarios.heldout.splits` (``SPLITS``). Nothing here may be
@@ -550,6 +550,8 @@ def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str]
             print(f"$ evaluate-model {' '.join(argv)}", flush=True)
             _quiet(evaluate_model, argv)
             run_dir = out / "runs" / make_run_spec(model, suite, list(TRACKS), seeds).dirname
+            if not (run_dir / "summary.json").exists():
+                raise SystemExit(f"{model} on {suite}: no summary.json in {run_dir}")
             summary = json.loads((run_dir / "summary.json").read_text())
             means[model] = {t: v.get("mean") for t, v in summary["tracks"].items()}
             rows[model] = {}
@@ -615,11 +617,28 @@ def write_baselines_report(out: Path, record: dict[str, Any]) -> Path:
 # ============================================================================ main
 
 
-def _parse_suites(items: Sequence[str]) -> dict[str, list[int]]:
+def _parse_suites(items: Sequence[str], out_dir: Path) -> dict[str, list[int]]:
+    """``SUITE:SEEDS[:K]`` items -> ``{suite name or sampled suite file: seeds}``; ``K`` keeps the first K cases
+    of each generator (a sampled suite written to ``OUT/sample_<suite>_k<K>.json``)."""
     out = {}
     for item in items:
-        name, _, seeds = item.partition(":")
-        out[name] = [int(s) for s in (seeds or "0").split(",")]
+        name, _, rest = item.partition(":")
+        seeds, _, per_gen = rest.partition(":")
+        suite = name
+        if per_gen:
+            from collections import Counter
+
+            from worldolympiad.suites import load_suite, write_suite
+
+            k, seen, cases = int(per_gen), Counter[str](), []
+            for c in load_suite(name).cases:
+                gen = str(c.metadata.get("generator", c.id))
+                seen[gen] += 1
+                if seen[gen] <= k:
+                    cases.append(c)
+            suite = str(write_suite(out_dir / f"sample_{name}_k{k}.json", f"{name}_k{k}", cases,
+                                    description=f"the first {k} case(s) of each generator of {name}"))
+        out[suite] = [int(s) for s in (seeds or "0").split(",")]
     return out
 
 
@@ -632,7 +651,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cases", default="", help="comma-separated held-out case ids (default: all of the split)")
     ap.add_argument("--record", default=None, help="also copy the report to bench/records/NAME.{json,md,png}")
     ap.add_argument("--baselines", action="store_true", help="the baseline-order mode instead (acceptance 3)")
-    ap.add_argument("--baseline-suites", nargs="+", default=["smoke:0,1,2", "standard:0"], metavar="SUITE:SEEDS")
+    ap.add_argument("--baseline-suites", nargs="+", default=["smoke:0,1,2", "standard:0"], metavar="SUITE:SEEDS[:K]",
+                    help="suites and seeds; a third field K samples the first K cases of each generator")
     ap.add_argument("--baseline-models", default=",".join(BASELINE_MODELS), help="the first must beat the others")
     ap.add_argument("--limit", type=int, default=None, help="--baselines: only the first N cases of each suite")
     args = ap.parse_args(argv)
@@ -644,7 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if args.baselines:
         models = [m.strip() for m in args.baseline_models.split(",") if m.strip()]
-        result = run_baselines(out, _parse_suites(args.baseline_suites), models, args.limit)
+        result = run_baselines(out, _parse_suites(args.baseline_suites, out), models, args.limit)
         record = {"mode": "baselines", "git": git, "date": date, "command": command, "models": models,
                   "seconds": time.perf_counter() - t0, "result": result}
         md = write_baselines_report(out, record)
