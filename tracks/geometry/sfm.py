@@ -18,9 +18,13 @@ Self-consistency (judged without the case's camera):
     alternatives tried (bounded: one more feature extraction, three more mappings and the
     OpenCV chain): incremental mapping that accepts lower parallax, DSP-SIFT features with
     either mapper. The kept model is the one most other estimators agree with (ties: the denser
-    model). If no two estimators agree on positions the positions are marked unreliable (and
-    likewise orientations), with the reason: the trajectory metrics are then not applicable
-    rather than a low score for a video whose reconstruction, not its geometry, failed.
+    model). If no two estimators agree on positions but they agree on the frame-to-frame rotations,
+    the reconstruction is *unreliable* (the motion does not pin the path down: a camera that mostly
+    turns): the trajectory metrics are then not applicable, with the reason, rather than a low score
+    for a video whose reconstruction, not its geometry, failed. If they disagree even on rotations,
+    which two views of one rigid world fix without any parallax, the *video* is inconsistent (jitter,
+    shuffled or warped frames measured 5-8 deg where clean renders measured < 0.7 deg) and is
+    scored from the kept model like any other.
 
 OpenCV fallback (pycolmap failed or registered too few frames):
     SIFT + ratio test between consecutive sampled frames → essential matrix (RANSAC) →
@@ -72,6 +76,17 @@ class Reliability:
     rotations: bool
     reason: str | None = None
     checks: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """``"reliable"`` (positions agree), ``"unreliable"`` (orientations agree, positions do not: the
+        video's motion does not pin the path down, e.g. a camera that mostly turns; the trajectory
+        metrics are then not applicable) or ``"inconsistent"`` (the estimators disagree even on the
+        frame-to-frame rotations, which any two views of one rigid world fix without parallax: that is
+        evidence against the video, so its trajectory is still scored from the kept model)."""
+        if self.positions:
+            return "reliable"
+        return "unreliable" if self.rotations else "inconsistent"
 
 
 @dataclass
@@ -304,7 +319,10 @@ def _judge(first: CameraRecovery, session: _ColmapSession, frames: np.ndarray, i
         reason = (f"no two camera estimators agree on the camera path (the closest differs by {near:.3f} of the path "
                   f"length, tolerance {AGREEMENT_POSITION}); {len(usable)} of {n} estimators reconstructed the video")
         if not rotations:
-            reason += f", nor on the orientations (tolerance {AGREEMENT_ROTATION_DEG} deg)"
+            near_rot = min((r for (a, b), (_, r) in pair.items() if best in (a, b)), default=math.inf)
+            reason += (f", nor on the frame-to-frame rotations (closest {near_rot:.2f} deg, tolerance "
+                       f"{AGREEMENT_ROTATION_DEG} deg), which any two views of one rigid world determine: "
+                       "the frames are not consistent views")
     chosen.reliability = Reliability(positions, rotations, reason, _checks(cands, flags, pair, pos_support))
     chosen.details["chosen_from"] = [c.details.get("variant", c.method) for c in cands]
     return chosen

@@ -157,8 +157,7 @@ class GeometryTrack(Track):
             "registered_frames": n_reg,
             "sfm_method": rec.method,
             "sfm_variant": rec.details.get("variant"),
-            "positions_reliable": None if rec.reliability is None else rec.reliability.positions,
-            "rotations_reliable": None if rec.reliability is None else rec.reliability.rotations,
+            "reconstruction": None if rec.reliability is None else rec.reliability.verdict,
             "intrinsics": "case" if K is not None else "estimated",
             "dynamic_mask_fraction": float(masks.mean()) if masks is not None else 0.0,
         }
@@ -189,7 +188,7 @@ class GeometryTrack(Track):
                                     self._case_K(case, ref), prefix="reference_")
             if not rrec.ok or rrec.registered.sum() < 3:
                 return [specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}") for n in names]
-            if rrec.reliability is not None and not rrec.reliability.positions:
+            if rrec.reliability is not None and rrec.reliability.verdict != "reliable":
                 return [specs[n].not_applicable(f"reference video's cameras are unreliable: {rrec.reliability.reason}")
                         for n in names]
             ref_poses = np.tile(np.eye(4), (len(idx), 1, 1))

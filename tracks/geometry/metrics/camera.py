@@ -25,19 +25,18 @@ def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarra
     first 3 of 24 frames, before the reference camera had moved, scored as if it followed it).
 
     ``reliability`` is the reconstruction's self-consistency verdict (judged without the reference):
-    when no two camera estimators agree on the positions, ATE, RPE translation and the camera score
-    are not applicable (and RPE rotation too when they disagree on the orientations): a path the
-    reconstruction could not pin down says nothing about the video.
+    when it is ``"unreliable"`` (no two camera estimators agree on the positions though they agree on
+    the rotations), ATE, RPE translation and the camera score are not applicable: a path the
+    reconstruction could not pin down says nothing about the video. RPE rotation is still measured.
     """
-    if reliability is not None and not reliability.positions:
+    if reliability is not None and reliability.verdict == "unreliable":
         why = f"camera reconstruction unreliable: {reliability.reason}"
-        out = [specs[n].not_applicable(why) for n in NAMES if n != "rpe_rot" or not reliability.rotations]
-        if reliability.rotations:
-            try:
-                err = trajectory_errors(est, ref, with_scale=True, delta=1)
-            except TrajectoryError as e:
-                return [*out, specs["rpe_rot"].failed(f"trajectory comparison impossible: {e}", floor=FAILURE_FLOOR)]
-            out.append(specs["rpe_rot"].value(err.rpe_rot_deg_mean, {"reference": source, "positions_unreliable": why}))
+        out = [specs[n].not_applicable(why) for n in NAMES if n != "rpe_rot"]
+        try:
+            err = trajectory_errors(est, ref, with_scale=True, delta=1)
+        except TrajectoryError as e:
+            return [*out, specs["rpe_rot"].failed(f"trajectory comparison impossible: {e}", floor=FAILURE_FLOOR)]
+        out.append(specs["rpe_rot"].value(err.rpe_rot_deg_mean, {"reference": source, "positions_unreliable": why}))
         return out
     try:
         err = trajectory_errors(est, ref, with_scale=True, delta=1)

@@ -16,7 +16,8 @@ def registration_rate_metric(spec: MetricSpec, rec: CameraRecovery) -> MetricVal
     if rec.failure:
         details["failure"] = rec.failure
     if rec.reliability is not None:
-        details["reliability"] = {"positions": rec.reliability.positions, "rotations": rec.reliability.rotations,
+        details["reliability"] = {"verdict": rec.reliability.verdict, "positions": rec.reliability.positions,
+                                  "rotations": rec.reliability.rotations,
                                   "reason": rec.reliability.reason, **rec.reliability.checks}
     if "variant" in rec.details:
         details["variant"] = rec.details["variant"]
