@@ -301,8 +301,11 @@ def _judge(first: CameraRecovery, session: _ColmapSession, frames: np.ndarray, i
     usable = [i for i in range(n) if _usable(cands[i], min_registration)]
     pos_support = [support(i, False) for i in range(n)]
     rot_support = [support(i, True) for i in range(n)]
-    # A thin model may vote but is kept only when nothing denser is usable.
-    pool = [i for i in usable if not _thin(cands[i])] or usable
+    # A thin model may vote but is kept only when no denser pycolmap model is usable; the pairwise OpenCV
+    # chain (2-view tracks, no bundle adjustment: its reprojection error is not comparable) only when no
+    # pycolmap model is.
+    colmap = [i for i in usable if cands[i].method == "pycolmap"]
+    pool = [i for i in colmap if not _thin(cands[i])] or colmap or usable
     if not pool:
         first.reliability = Reliability(False, False, "no estimator reconstructed the video: " + "; ".join(flags),
                                         _checks(cands, flags, pair, pos_support))
