@@ -157,7 +157,7 @@ class GeometryTrack(Track):
             "registered_frames": n_reg,
             "sfm_method": rec.method,
             "sfm_variant": rec.details.get("variant"),
-            "reconstruction": None if rec.reliability is None else rec.reliability.verdict,
+            "reconstruction": "failed" if failure else (None if rec.reliability is None else rec.reliability.verdict),
             "intrinsics": "case" if K is not None else "estimated",
             "dynamic_mask_fraction": float(masks.mean()) if masks is not None else 0.0,
         }
