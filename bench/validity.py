@@ -12,7 +12,8 @@ What it does, in order (every step resumes: files that exist are kept, the evalu
    H.264 yuv420p crf 23, and yuv420p crf 35 after a 0.75x resize.
 4. **Scoring through the public CLI** — ``evaluate-model --model videos:DIR --suite SUITE.json`` (its
    ``main``, in-process) per encoding and track (one run each, so a track whose version changes is rescored alone), with the case files as rendered (``reference`` condition) and, for
-   physics, with ``reference`` stripped from them (``no_reference`` condition: users rarely have one).
+   physics, with ``reference`` stripped from them, and the generator that could render one, and the simulator's
+   ground truth (``no_reference`` condition: users rarely have any of these).
 5. **Statistics** (:func:`statistics`) per condition, encoding, track and metric: pair accuracy (clean >
    every defect, weaker defect > stronger; ties count half), mean Spearman of the score against
    defect-freeness (strength negated; clean = strength 0; 1 = perfectly ordered), and per video the gap
@@ -289,8 +290,16 @@ def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence
                 if track not in doc["tracks"] or (v["track"] is not None and v["track"] != track):
                     continue
                 if cond == "no_reference":
+                    # what a user's case holds: no reference video and nothing to render one from (the evaluator
+                    # renders a reference from metadata.generator when the file is missing), no simulator truth
                     doc["tracks"] = [track]
                     doc.pop("reference", None)
+                    meta = dict(doc.get("metadata") or {})
+                    for key in ("generator", "generator_version", "ground_truth_files"):
+                        meta.pop(key, None)
+                    doc["metadata"] = meta
+                    if doc.get("physics"):
+                        doc["physics"] = dict(doc["physics"], ground_truth=None)
                     (noref_dir / f"{v['id']}.json").write_text(json.dumps(doc, indent=1))
                     items.append(f"cases_noref/{v['id']}.json")
                 else:
@@ -389,7 +398,8 @@ def _quiet(fn: Any, argv: list[str]) -> int:
 def git_state() -> dict[str, Any]:
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+            # no strip(): porcelain lines start with a status column that may be a space
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.rstrip("\n")
         except (OSError, subprocess.SubprocessError):
             return ""
 

@@ -116,6 +116,12 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     for rel in noref:
         doc = json.loads((suites[("no_reference", "physics")].parent / rel).read_text())
         assert "reference" not in doc and doc["tracks"] == ["physics"]
+        # nothing left to render a reference from: the evaluator's reference loader finds none
+        from worldolympiad.models.reference import ReferenceStore
+        from worldolympiad.types import Case
+
+        assert "generator" not in doc["metadata"] and doc["physics"]["ground_truth"] is None
+        assert ReferenceStore(tmp_path / "cache").load(Case.load(suites[("no_reference", "physics")].parent / rel)) is None
     ref_doc = json.loads((out / "render" / "cases" / "hq-shape-hexagon.json").read_text())
     assert ref_doc["reference"].endswith("hq-shape-hexagon.mp4")
     # the long-video suite holds the clean video and its own defects only
