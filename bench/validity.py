@@ -271,7 +271,7 @@ TRACK_ORDER: tuple[str, ...] = ("longvideo", "interaction", "physics", "geometry
 
 
 def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence[str]) -> dict[tuple[str, str], Path]:
-    """One suite per condition and track (``OUT/render/validity_<condition>_<track>.json``): the clean videos
+    """One suite per condition and track (``OUT/render/validity_<condition>_<track>_<content hash>.json``): the clean videos
     of the cases that list the track and the track's defect videos. The ``no_reference`` suites (physics) point
     at copies of the case files with ``reference`` stripped, in ``render/cases_noref/`` so relative paths
     still resolve. One evaluator run per suite and encoding: a track whose version changes is rescored alone.
@@ -306,7 +306,12 @@ def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence
                     items.append(f"cases/{v['id']}.json")
             if not items:
                 continue
-            path = render_dir / f"validity_{cond}_{track}.json"
+            # The evaluator keys finished rows by (case id, seed, track) within a run directory named from the
+            # suite's path, so a changed case file would reuse stale rows: name the suite after its content.
+            import hashlib
+
+            digest = hashlib.sha1("".join((render_dir / i).read_text() for i in items).encode()).hexdigest()[:10]
+            path = render_dir / f"validity_{cond}_{track}_{digest}.json"
             path.write_text(json.dumps({"name": f"validity_{cond}_{track}", "version": "1",
                                         "description": f"held-out {track} cases and their defect videos ({cond}; "
                                                        "bench/validity.py)", "cases": items}, indent=1))
@@ -523,7 +528,9 @@ def _plot(path: Path, record: dict[str, Any]) -> Path | None:
         ax.set_xlabel("defect strength (0 = clean)")
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("mean track score (— lossless, -- crf23, ·· crf35)")
+    axes[0][0].set_ylabel("mean track score")
+    fig.suptitle("held-out cases: mean track score against defect strength (solid lossless, dashed crf 23, "
+                 "dotted crf 35 + 0.75x resize)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

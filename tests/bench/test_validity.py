@@ -127,3 +127,9 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     # the long-video suite holds the clean video and its own defects only
     lv = json.loads(suites[("reference", "longvideo")].read_text())["cases"]
     assert len(lv) == 4 and all("teleport" not in c for c in lv)
+    # a changed case file makes a new suite file (the evaluator would otherwise reuse rows scored on the old one)
+    case_file = out / "render" / "cases" / "hq-shape-hexagon.json"
+    case_file.write_text(case_file.read_text().replace('"prompt": "', '"prompt": "changed '))
+    again = validity.write_suites(out, variants, ["physics", "longvideo"])
+    assert again[("reference", "physics")] != suites[("reference", "physics")]
+    assert again[("reference", "longvideo")] != suites[("reference", "longvideo")]
