@@ -41,6 +41,7 @@ class ObjectTrack:
     touching: np.ndarray  # bool [T]: mask touches the border or another mask (partial view)
     appeared: bool = False  # first seen after frame 0, not from the border nor from behind something
     frame_size: tuple[int, int] = (0, 0)  # (H, W)
+    elongation: np.ndarray | None = None  # float [T]: log principal-axis ratio of the mask (nan when unseen)
 
     @property
     def at_border(self) -> np.ndarray:
@@ -99,6 +100,7 @@ class _Det:
     bbox: np.ndarray
     color: np.ndarray
     touching: bool
+    elongation: float = 0.0
 
 
 @dataclass
@@ -123,8 +125,18 @@ def _detections(frame: np.ndarray, labels: np.ndarray, names: dict[int, str]) ->
         ring = _dilate(m) & ~m
         touching = bool(bbox[0] <= 0 or bbox[1] <= 0 or bbox[2] >= W or bbox[3] >= H or (labels[ring] > 0).any())
         dets.append(_Det(int(k), names.get(int(k), ""), m, np.array([xs.mean(), ys.mean()]), float(m.sum()), bbox,
-                         frame[m].reshape(-1, 3).mean(0).astype(float), touching))
+                         frame[m].reshape(-1, 3).mean(0).astype(float), touching, elongation(xs, ys)))
     return dets
+
+
+def elongation(xs: np.ndarray, ys: np.ndarray) -> float:
+    """Log ratio of a mask's principal axes (0 for a disc or a square): its shape's stretch whatever
+    way it is turned, so a rigid body that spins keeps it while its bounding box's aspect swings."""
+    if len(xs) < 2:
+        return 0.0
+    cov = np.cov(np.stack([xs, ys]).astype(np.float64)) + np.eye(2) / 12.0  # + a pixel's own spread
+    lo, hi = np.linalg.eigvalsh(cov)
+    return float(0.5 * np.log(hi / max(lo, 1e-9)))
 
 
 def _dilate(m: np.ndarray) -> np.ndarray:
@@ -223,8 +235,10 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
     bbox = np.full((T, 4), np.nan)
     col = np.full((T, 3), np.nan)
     touching = np.zeros(T, bool)
+    elong = np.full(T, np.nan)
     for t, d in lv.rows.items():
         cen[t], area[t], bbox[t], col[t], touching[t] = d.centroid, d.area, d.bbox, d.color, d.touching
+        elong[t] = d.elongation
     ts = sorted(lv.rows)
     first = ts[0]
     state = [ABSENT] * T
@@ -245,7 +259,7 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
             box = d_prev.bbox
         state[t] = _explain(box, d_prev, all_dets[t], H, W)
     appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
-    return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W))
+    return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W), elong)
 
 
 def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int) -> str:

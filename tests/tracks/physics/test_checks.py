@@ -198,3 +198,32 @@ def test_a_rule_whose_phenomenon_never_happens_fails_rather_than_being_not_appli
                        "buoyancy": "buoyancy", "combustion": "combustibility", "mixing": "color_mixing"}.items():
         r = run_check(name, _inp(still, still, rule=rule, use_ref=False))
         assert r.status == "fail", (name, r)
+
+
+def test_a_rigid_body_that_tumbles_keeps_its_shape():
+    """A bar spinning as it falls keeps its shape; its bounding box's aspect ratio swings from 4 to
+    1/4, which the bounding-box rigidity measure read as morphing (a toppling block, a tumbling
+    shape). Stretching the same bar is still a violation."""
+    import cv2
+
+    from tracks.physics.segmentation import Segmentation
+
+    T, H, W = 24, 64, 64
+
+    def bar(stretch: float) -> list:
+        frames = np.full((T, H, W, 3), 200, np.uint8)
+        labels = np.zeros((T, H, W), np.int32)
+        for t in range(T):
+            w = 24 * (1 + stretch * t / (T - 1))
+            pts = cv2.boxPoints(((32.0, 16.0 + t), (w, 24 * 6 / w * 1.0 if stretch else 6.0), 15.0 * t)).astype(np.int32)
+            m = np.zeros((H, W), np.uint8)
+            cv2.fillPoly(m, [pts], 1)
+            labels[t][m > 0] = 1
+            frames[t][m > 0] = (200, 40, 40)
+        seg = Segmentation(labels, [{1: "bar"}] * T, "test")
+        return CheckInput(track_objects(frames, seg), frames, 24.0, "gravity", objects=[{"name": "bar", "rigid": True}])
+
+    spun = run_check("rigidity", bar(0.0))
+    assert spun.status == "pass", spun
+    stretched = run_check("rigidity", bar(1.0))
+    assert stretched.status == "fail", stretched

@@ -3,13 +3,15 @@
 Which objects are soft: the case's ``rigid: false`` objects, else those whose name says a soft
 material (:data:`SOFT_WORDS`); every other followed object is rigid.
 
-Per object, over the frames where it is in view (not cut by the image border): its log aspect
-ratio's drift (median of the last third minus the first third) and spread (standard
-deviation), and its area's coefficient of variation. A rigid object's shape may change only
-by its segmentation jitter (:func:`~tracks.physics.checks.area_tolerance`, about a pixel on
-each side, so small objects get more slack) — perspective changes its area but not its
-aspect, so area counts with twice the slack. A soft object under a compression or hardness
-rule must deform by more than that jitter.
+Per object, over the frames where it is in view (not cut by the image border): the drift (median
+of the last third minus the first third) and spread (standard deviation) of its bounding box's log
+aspect ratio and, separately, of its stretch (the log ratio of the mask's principal axes, which a
+body keeps however it tumbles while its box's aspect swings), and its area's coefficient of
+variation. A rigid object must keep one of the two within its segmentation jitter
+(:func:`~tracks.physics.checks.area_tolerance`, about a pixel on each side, so small objects get
+more slack; a change some rotation explains is no deformation); perspective changes its area but
+not its shape, so area counts with twice the slack. A soft object under a compression or hardness
+rule must deform, in either, by more than that jitter.
 
 For ``compression`` and ``hardness`` the load must happen: when no followed object moves or
 deforms, nothing was pressed, and the rule fails (a still video shows no hardness).
@@ -24,7 +26,7 @@ import numpy as np
 from tracks.physics.checks import CheckInput, CheckResult, area_tolerance, followed, not_applicable
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "3"
+VERSION = "4"
 NAME = "rigidity"
 #: name fragments that mark a soft, deformable object when the case does not say ``rigid``.
 SOFT_WORDS = ("clay", "dough", "sponge", "jelly", "foam", "putty", "cushion", "pillow", "marshmallow", "soft")
@@ -32,8 +34,11 @@ SOFT_WORDS = ("clay", "dough", "sponge", "jelly", "foam", "putty", "cushion", "p
 LOAD_RULES = ("compression", "hardness")
 
 
-def shape_series(tracks: list[ObjectTrack], name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-frame area and log aspect ratio of ``name`` over frames where it is not cut by the border."""
+def shape_series(tracks: list[ObjectTrack], name: str, *, turning: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame area and log aspect ratio of ``name`` over frames where it is not cut by the border.
+
+    ``turning=True``: the stretch instead of the bounding box's aspect — the log ratio of the mask's
+    principal axes (``ObjectTrack.elongation``), which a body keeps however it turns."""
     T = len(tracks[0].state) if tracks else 0
     area = np.full(T, np.nan)
     aspect = np.full(T, np.nan)
@@ -44,14 +49,17 @@ def shape_series(tracks: list[ObjectTrack], name: str) -> tuple[np.ndarray, np.n
         w = tr.bbox[:, 2] - tr.bbox[:, 0]
         h = tr.bbox[:, 3] - tr.bbox[:, 1]
         area[ok] = tr.area[ok]
-        aspect[ok] = np.log(np.maximum(w[ok], 1) / np.maximum(h[ok], 1))
+        if turning and tr.elongation is not None:
+            aspect[ok] = tr.elongation[ok]
+        else:
+            aspect[ok] = np.log(np.maximum(w[ok], 1) / np.maximum(h[ok], 1))
     return area, aspect
 
 
-def shape_change(tracks: list[ObjectTrack], name: str) -> dict[str, float] | None:
+def shape_change(tracks: list[ObjectTrack], name: str, *, turning: bool = False) -> dict[str, float] | None:
     """How much ``name``'s shape changes, and how much segmentation alone would change it; ``None``
-    with fewer than 3 frames in view."""
-    area, aspect = shape_series(tracks, name)
+    with fewer than 3 frames in view. ``turning``: see :func:`shape_series`."""
+    area, aspect = shape_series(tracks, name, turning=turning)
     ok = ~np.isnan(area)
     if ok.sum() < 3:
         return None
@@ -92,12 +100,17 @@ def run(inp: CheckInput) -> CheckResult:
     load = False
     for n in names:
         c = shape_change(inp.tracks, n)
+        turned = shape_change(inp.tracks, n, turning=True)
         moved = _moves(inp.tracks, n, inp.height)
         load |= moved > 0.05
         if c is None:
             continue
         soft = is_soft(inp, n)
-        e = _excess(c)
+        # A change some rotation explains is no deformation: a rigid body must keep its bounding
+        # box's aspect (sliding, falling) or its stretch (tumbling); a soft one deforms if either moves.
+        e = min(_excess(c), _excess(turned)) if turned is not None and not soft else _excess(c)
+        if soft and turned is not None:
+            e = max(e, _excess(turned))
         load |= e > 0
         if soft and inp.rule in LOAD_RULES:
             # a soft body under load deforms: at least its jitter's worth beyond it
