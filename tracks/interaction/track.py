@@ -71,6 +71,10 @@ class InteractionTrack(Track):
             metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details)
 
         still = _stillness(details)
+        frozen_vs_reference = False
+        if still is None and ref is not None:
+            still = _still_against_reference(frames, ref)
+            frozen_vs_reference = still is not None
         if still is not None:
             # A video that never moves where its actions ask for motion has no transitions to smooth and
             # keeps every identity by doing nothing: those metrics cannot tell it from a good video, and
@@ -102,6 +106,11 @@ class InteractionTrack(Track):
             # level of direction accuracy, the line no model is credited below (issue 56).
             coverage["capped_at_chance"] = {"score": score, "chance": chance, "reason": still}
             score = float(chance)
+        elif frozen_vs_reference:
+            # No action to draw a chance level from: the reference moves and the video does not, so it
+            # reproduces none of what happens (issue 56: a frozen real clip tied the clip at 1.000).
+            coverage["capped_at_chance"] = {"score": score, "chance": 0.0, "reason": still}
+            score = 0.0
         return TrackOutput(metrics, score, coverage, artifacts, errors)
 
     # ------------------------------------------------------------------ parts
@@ -275,6 +284,23 @@ def _stillness(details: dict[str, Any]) -> str | None:
     return (f"the video moved in none of the {asked} chunk(s) whose action asks for motion: a still video has "
             "no transitions, identity changes or response delay to judge (direction_accuracy and "
             "magnitude_error score it)")
+
+
+#: a video whose median frame-to-frame change is below this share of its reference's stands still.
+STILL_SHARE = 0.1
+
+
+def _still_against_reference(frames: np.ndarray, ref: np.ndarray) -> str | None:
+    """Why the video stands still where its reference moves (median motion energy under
+    :data:`STILL_SHARE` of the reference's, which is at least half a grey level), else ``None``."""
+    from tracks.interaction.following import motion_energy
+
+    e_ref = float(np.median(motion_energy(ref)))
+    e_gen = float(np.median(motion_energy(frames)))
+    if e_ref < 0.5 or e_gen >= STILL_SHARE * e_ref:
+        return None
+    return (f"the video stands still (median change {e_gen:.2f} grey levels a frame) where its reference moves "
+            f"({e_ref:.2f}): a still video has no transitions, identity changes or response delay to judge")
 
 
 def _fit_reference(ref: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:

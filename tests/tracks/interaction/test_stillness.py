@@ -29,3 +29,24 @@ def test_a_frozen_video_scores_no_better_than_chance_where_actions_ask_for_motio
     good = InteractionTrack().evaluate(Video(ref, case.fps, chunks=case.chunks), case, ctx)
     assert all(m.status == "ok" for m in good.metrics if m.name in ("transition_smoothness", "identity_consistency"))
     assert good.score > out.score
+
+
+def test_a_still_copy_of_a_moving_clip_without_actions_scores_zero(tmp_path):
+    """Issue 56: a real clip has no actions, so no chance level; its frozen first frame tied the clip at
+    1.000 (no seams, a perfectly kept identity). Where the reference moves and the video does not, the
+    track scores 0 and says why."""
+    import os
+    from pathlib import Path
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from worldolympiad.registries import GENERATORS
+    from worldolympiad.suites import load_suite
+
+    case = next(c for c in load_suite("smoke").cases if c.id == "smoke-realworld-carphone")
+    ref = GENERATORS.get(case.metadata["generator"]).render(case).video
+    still = Video(np.repeat(ref.frames[:1], len(ref.frames), 0), ref.fps, chunks=ref.chunks)
+    track = InteractionTrack()
+    clip = track.evaluate(ref, case, EvalContext(work_dir=Path(tmp_path) / "a", reference_loader=lambda: ref))
+    frozen = track.evaluate(still, case, EvalContext(work_dir=Path(tmp_path) / "b", reference_loader=lambda: ref))
+    assert clip.score > 0.9
+    assert frozen.score == 0.0 and "stands still" in frozen.coverage["capped_at_chance"]["reason"]
