@@ -13,6 +13,7 @@ JUDGES         factory ``(arg: str | None, **options) -> Judge``            ``hf
 GENERATORS     :class:`~worldolympiad.scenario.CaseGenerator` instance     ``case.metadata["generator"]``
 PERTURBATIONS  ``(video: Video, case: Case, strength: float, rng) -> Video`` ``perturbed:NAME@STRENGTH``
 SEGMENTERS     factory ``(**options) -> Segmenter``                          ``opencv``
+REPORTING      the leaderboard package's entry points (store, table, report) ``store``
 =============  ===========================================================  ==========================
 """
 
@@ -30,6 +31,8 @@ JUDGES: Registry[Any] = Registry("judges")
 GENERATORS: Registry[Any] = Registry("generators", providers=("scenarios.registry",))
 PERTURBATIONS: Registry[Any] = Registry("perturbations", providers=("scenarios.registry",))
 SEGMENTERS: Registry[Any] = Registry("segmenters")
+# What evaluate-model calls to import its runs, print their leaderboard and write report.html.
+REPORTING: Registry[Any] = Registry("reporting")
 
 # ---------------------------------------------------------------- models
 MODELS.register("videos", "worldolympiad.models.videos:VideosModel",
@@ -79,6 +82,13 @@ SEGMENTERS.register("opencv", "tracks.physics.segmentation:OpenCVSegmenter",
 SEGMENTERS.register("sam", "tracks.physics.segmentation:SAMSegmenter",
                     description="segment-anything from a local checkpoint: sam:PATH")
 
+# ---------------------------------------------------------------- reporting
+REPORTING.register("store", "leaderboard.store:Store", description="SQLite store of imported runs")
+REPORTING.register("leaderboard_table", "leaderboard.aggregate:leaderboard_table",
+                   description="ranked table of runs (the one overall score, leaderboard/schema.yaml)")
+REPORTING.register("schema", "leaderboard.schema:load_schema", description="the leaderboard schema")
+REPORTING.register("report", "leaderboard.report:build_report", description="RUN_DIR/report.html")
+
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"prefix:arg"`` into ``("prefix", "arg")``; ``"prefix"`` gives ``("prefix", None)``."""
@@ -93,5 +103,5 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 def load_plugins_into_all() -> None:
     """Force entry-point discovery for every registry (used by ``worldolympiad ls``)."""
-    for reg in (MODELS, TRACKS, SUITES, JUDGES, GENERATORS, PERTURBATIONS, SEGMENTERS):
+    for reg in (MODELS, TRACKS, SUITES, JUDGES, GENERATORS, PERTURBATIONS, SEGMENTERS, REPORTING):
         reg.names()

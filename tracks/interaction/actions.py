@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from worldolympiad.types import Action, Case
+from worldolympiad.validate import AMBIGUOUS_DIRECTIONS
 
 DATA = Path(__file__).with_name("data") / "action_spaces.yaml"
 
@@ -41,9 +42,6 @@ class AmbiguousActionError(UnknownActionError):
     it may move an agent or the camera, in opposite image directions, so no reading is safe."""
 
 
-#: bare directions that mean opposite image motions for an agent (it moves left) and for a
-#: camera (the content moves right).
-AMBIGUOUS_DIRECTIONS = ("left", "right", "up", "down")
 #: scenarios whose actions usually move an agent, not the camera.
 AGENT_SCENARIOS = ("gaming", "robotics")
 

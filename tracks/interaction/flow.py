@@ -28,6 +28,15 @@ def to_gray(frames: np.ndarray, max_side: int = MAX_SIDE) -> np.ndarray:
     return np.stack(out)  # [T, h, w]
 
 
+def frame_change(frames: np.ndarray, max_side: int = MAX_SIDE) -> np.ndarray:
+    """Mean absolute grey-level change of every consecutive frame pair ``float32 [T - 1]``, on frames
+    shrunk by :func:`to_gray` (codec noise averages out; no tracking or flow needed)."""
+    gray = to_gray(frames, max_side).astype(np.float32)  # [T, h, w]
+    if len(gray) < 2:
+        return np.zeros(0, np.float32)
+    return np.abs(np.diff(gray, axis=0)).reshape(len(gray) - 1, -1).mean(axis=1)
+
+
 def resize_rgb(frames: np.ndarray, max_side: int = MAX_SIDE) -> np.ndarray:
     """RGB frames downscaled (area interpolation) so that ``max(h, w) <= max_side``."""
     import cv2

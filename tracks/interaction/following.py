@@ -44,6 +44,7 @@ from tracks.interaction.actions import (
     expected_motion,
     vocabulary_for,
 )
+from tracks.interaction.flow import frame_change, to_gray
 from tracks.interaction.motion import MotionSeries, agent_motion, camera_motion
 from worldolympiad.types import Case, Chunk
 
@@ -176,34 +177,23 @@ def _onset(p: np.ndarray) -> float | None:
     return float(np.argmax(p >= 0.5 * steady))
 
 
-def motion_energy(frames: np.ndarray, side: int = 64) -> np.ndarray:
-    """Mean absolute grey-level change between consecutive frames ``[T - 1]``, on frames shrunk to at
-    most ``side`` pixels (codec noise averages out; no tracking needed)."""
-    import cv2
-
-    T, H, W, _ = frames.shape
-    f = min(1.0, side / max(H, W))
-    size = (max(1, round(W * f)), max(1, round(H * f)))
-    grey = np.stack([cv2.resize(cv2.cvtColor(fr, cv2.COLOR_RGB2GRAY), size, interpolation=cv2.INTER_AREA)
-                     for fr in frames]).astype(np.float32)
-    return np.abs(np.diff(grey, axis=0)).mean(axis=(1, 2))
+#: analysis size (longer side, pixels) of the frames the delay is timed on.
+DELAY_SIDE = 64
 
 
-def _aligned_lag(frames: np.ndarray, ref: np.ndarray, max_lag: int, side: int = 64) -> int | None:
+def motion_energy(frames: np.ndarray) -> np.ndarray:
+    """The whole picture's change per frame pair ``[T - 1]`` (:func:`~tracks.interaction.flow.frame_change`
+    at :data:`DELAY_SIDE`)."""
+    return frame_change(frames, DELAY_SIDE)
+
+
+def _aligned_lag(frames: np.ndarray, ref: np.ndarray, max_lag: int) -> int | None:
     """Lag ``k`` (|k| <= max_lag) minimising the mean grey difference of ``frames[t]`` and ``ref[t - k]``,
     when that minimum is distinct (under half the median over lags); ``None`` when the video does
     not show the reference's pictures."""
-    import cv2
-
-    T, H, W, _ = frames.shape
-    f = min(1.0, side / max(H, W))
-    size = (max(1, round(W * f)), max(1, round(H * f)))
-
-    def small(x: np.ndarray) -> np.ndarray:
-        return np.stack([cv2.resize(cv2.cvtColor(fr, cv2.COLOR_RGB2GRAY), size, interpolation=cv2.INTER_AREA)
-                         for fr in x]).astype(np.float32)
-
-    g, r = small(frames), small(ref)
+    T = len(frames)
+    g = to_gray(frames, DELAY_SIDE).astype(np.float32)
+    r = to_gray(ref, DELAY_SIDE).astype(np.float32)
     costs = {}
     for k in range(-max_lag, max_lag + 1):
         x, y = (g[k:], r[: T - k]) if k >= 0 else (g[: T + k], r[-k:])

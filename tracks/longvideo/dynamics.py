@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from tracks.interaction.flow import FlowEstimator, to_gray
+from tracks.interaction.flow import FlowEstimator, frame_change, to_gray
 from worldolympiad.types import Case
 
 #: frame widths per frame below which a frame pair is indistinguishable from a still, encoded one
@@ -143,10 +143,9 @@ def change_fraction(frames: np.ndarray, max_side: int = 128, stride: int = 1) ->
     only motion is such an object reads as still by flow. Any change at all is visible in the frame difference,
     and an encoded still changes by less than a tenth of a grey level (x264 skips its static blocks).
     """
-    gray = to_gray(np.asarray(frames)[::max(1, stride)], max_side).astype(np.float32)  # [T', h, w]
-    if len(gray) < 2:
+    diff = frame_change(np.asarray(frames)[::max(1, stride)], max_side)
+    if len(diff) == 0:
         return 0.0
-    diff = np.abs(np.diff(gray, axis=0)).reshape(len(gray) - 1, -1).mean(axis=1)
     return float(np.mean(diff > CHANGE_LEVEL))
 
 

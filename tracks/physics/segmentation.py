@@ -287,12 +287,13 @@ class OpenCVSegmenter(Segmenter):
                 cap = min(max_area, size_cap[k])
                 big = [c for c in comps if c.sum() > cap]
                 comps = [c for c in comps if c.sum() <= cap]
+                if big and grows[k]:
+                    # A growing body (frost over a window) is where the frame has changed since the
+                    # start; it may cover most of the frame.
+                    changed = np.linalg.norm(lab[t] - lab[0], axis=-1) > self.motion_threshold
                 for c in big:
                     if grows[k]:
-                        # A growing body (frost over a window) is where the frame has changed
-                        # since the start; it may cover most of the frame.
-                        comps += _components(c & (np.linalg.norm(lab[t] - lab[0], axis=-1) > self.motion_threshold),
-                                             min_area, H * W)
+                        comps += _components(c & changed, min_area, H * W)
                     elif size_cap[k] < max_area:
                         # Too big for a body that cannot grow (an ice cube on a pale plate, a
                         # crystal in the solution it tints): its own pixels are those nearest its

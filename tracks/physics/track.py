@@ -127,18 +127,23 @@ def object_hints(case: Case, frames: np.ndarray | None, segmenter: Any) -> list[
     return learned or hints
 
 
-#: rules whose subject only shrinks (the phase-change ones going down, and fire's fuel).
-SHRINKING_RULES = ("melting", "sublimation", "vaporization", "solubility", "combustibility")
-#: rules whose subject grows, possibly over most of the frame (frost over a window).
-GROWING_RULES = ("freezing", "condensation", "deposition")
+def _subject_direction(rules: Any) -> str | None:
+    """``"shrinks"`` when a rule's subject only shrinks (a phase change going down, fire's fuel),
+    ``"grows"`` when it grows (frost over a window), else ``None``."""
+    from tracks.physics.checks.phase_change import DIRECTION
+
+    if any(DIRECTION.get(r, 0) < 0 or r == "combustibility" for r in rules):
+        return "shrinks"
+    if any(DIRECTION.get(r, 0) > 0 for r in rules):
+        return "grows"
+    return None
 
 
 def mark_shrinking(hints: list[dict[str, Any]], rules: Any) -> list[dict[str, Any]]:
     """Flag the ``role: subject`` object of a rule whose subject only shrinks (``shrinks: true``: the
     segmenter bounds its mask by its first-frame box, ``segmentation._size_cap``) or grows
     (``grows: true``: its mask may cover most of the frame)."""
-    flag = ("shrinks" if any(r in SHRINKING_RULES for r in rules)
-            else "grows" if any(r in GROWING_RULES for r in rules) else None)
+    flag = _subject_direction(rules)
     if flag is None:
         return hints
     return [{**h, flag: True} if h.get("role") == "subject" else h for h in hints]

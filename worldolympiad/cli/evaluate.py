@@ -266,13 +266,13 @@ def _write_leaderboard(runs: Sequence[tuple[RunSpec, RunOutcome]], out: Path) ->
     table cannot be built, one line says so and the run still succeeds (its scores are on disk).
     Only this invocation's runs are shown; the store keeps every run imported there.
     """
-    from worldolympiad.registry import import_target
+    from worldolympiad.registries import REPORTING
 
     try:
-        store_cls = import_target("leaderboard.store:Store")
-        leaderboard_table = import_target("leaderboard.aggregate:leaderboard_table")
-        load_schema = import_target("leaderboard.schema:load_schema")
-    except (ImportError, AttributeError) as e:
+        store_cls = REPORTING.get("store")
+        leaderboard_table = REPORTING.get("leaderboard_table")
+        load_schema = REPORTING.get("schema")
+    except (ImportError, AttributeError, KeyError) as e:
         print(f"\nleaderboard: skipped (the leaderboard package is not available: {e})")
         return None
     lb_dir = Path(out) / LEADERBOARD_DIR
@@ -320,12 +320,12 @@ def _link(run_dir: Path, start: Path) -> str:
 
 
 def _write_report(run_dir: Path) -> None:
-    """RUN_DIR/report.html via ``leaderboard.report:build_report`` (looked up lazily, DESIGN.md §2)."""
-    from worldolympiad.registry import import_target
+    """RUN_DIR/report.html via the ``report`` entry of ``REPORTING`` (looked up lazily, DESIGN.md §2)."""
+    from worldolympiad.registries import REPORTING
 
     try:
-        build_report = import_target("leaderboard.report:build_report")
-    except (ImportError, AttributeError) as e:
+        build_report = REPORTING.get("report")
+    except (ImportError, AttributeError, KeyError) as e:
         print(f"report: skipped (the leaderboard package is not available: {e})")
         return
     try:

@@ -174,7 +174,7 @@ def followed(inp: CheckInput, *, min_frames: int = 3) -> list[str]:
     """
     T = len(inp.frames)
     named = [n for n in object_names(inp.tracks, named=True) if _seen(inp.tracks, n) >= min_frames]
-    if named and _dimension(inp.rule) in ("thermal", "material"):
+    if named and rule_dimension(inp.rule) in ("thermal", "material"):
         keep = set(declared(inp, "role", "subject")) | set(declared(inp, "rigid", True))
         if keep or any(o.get("role") or o.get("rigid") is not None for o in inp.objects):
             named = [n for n in named if n in keep]
@@ -183,7 +183,8 @@ def followed(inp: CheckInput, *, min_frames: int = 3) -> list[str]:
     return [n for n in object_names(inp.tracks) if _seen(inp.tracks, n) >= max(min_frames, T // 2)]
 
 
-def _dimension(rule: str) -> str | None:
+def rule_dimension(rule: str) -> str | None:
+    """``mechanics``, ``thermal`` or ``material`` for a rule id (``None`` for an unknown one)."""
     from tracks.physics.rules import load_rules
 
     r = load_rules().get(rule)

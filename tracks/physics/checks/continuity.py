@@ -21,10 +21,10 @@ import numpy as np
 from tracks.physics.checks import (
     CheckInput,
     CheckResult,
-    _dimension,
     followed,
     not_applicable,
     position_tolerance,
+    rule_dimension,
 )
 
 VERSION = "2"
@@ -79,7 +79,7 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None) -> 
 
 def run(inp: CheckInput) -> CheckResult:
     names = followed(inp)
-    if _dimension(inp.rule) in ("thermal", "material"):
+    if rule_dimension(inp.rule) in ("thermal", "material"):
         # Only coherent bodies have a path: a shrinking solid, a rigid object. Droplets, frost and
         # steam are many pieces that come and go.
         coherent = {str(o["name"]) for o in inp.objects if o.get("rigid") is True or o.get("shrinks") is True}
