@@ -92,3 +92,102 @@ def test_import_of_a_folder_without_domains_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "x").mkdir()
     assert cli.main(["import", str(tmp_path / "x"), "--layout", "worldolympiad-damo"]) == 2
     assert "general/gaming/embodied" in capsys.readouterr().err
+
+
+# ------------------------------------------- files written exactly as the public layout documents
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "damo_layout"
+# (domain, case, video file, fps, frames): the videos each hand-written case assumes (fixtures/README.md)
+LAYOUT_VIDEOS = [
+    ("general", "case1", "ref_case1.mp4", 2, 60),
+    ("gaming", "walk_02", "ref_walk_02.mp4", 8, 64),
+    ("embodied", "arm-3", "cosmos_gen_arm-3.mp4", 28, 186),
+    ("general", "bad_interval", "ref_bad_interval.mp4", 2, 60),
+    ("general", "past_end", "ref_past_end.mp4", 2, 60),
+    ("embodied", "inclusive_end", "wm_gen_inclusive_end.mp4", 28, 186),
+]
+
+
+@pytest.fixture
+def public_layout(tmp_path):
+    import shutil
+
+    root = tmp_path / "outputs_batch"
+    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("README.md"))
+    for domain, case, name, fps, n in LAYOUT_VIDEOS:
+        write_video(root / domain / case / name, wo_testlib.frames_for(case, n, (16, 24)), fps)
+    return root
+
+
+def test_import_reads_the_layouts_interval_strings_and_exclusive_frame_end(public_layout, tmp_path, capsys):
+    out = tmp_path / "wo.json"
+    assert cli.main(["import", str(public_layout), "--layout", "worldolympiad-damo", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    suite = load_suite(out)
+    by = {c.id: c for c in suite.cases}
+    assert sorted(by) == ["arm-3", "case1", "walk_02"]
+    # "[00:00, 00:15)", "[00:15, 00:30)" on a 30 s reference at 2 fps: half-open, contiguous
+    assert [(c.frame_start, c.frame_end) for c in by["case1"].chunks] == [(0, 30), (30, 60)]
+    assert [c.action for c in by["case1"].chunks] == ["turn left", "turn right"]
+    assert by["case1"].metadata["chunk_boundaries"] == "prompt.json intervals"
+    # "00:00-00:03", "00:03-00:08" at 8 fps (an even split would give (0, 32), (32, 64))
+    assert [(c.frame_start, c.frame_end) for c in by["walk_02"].chunks] == [(0, 24), (24, 64)]
+    # the layout's timestamp file: frame_end 93 with generated_end_sec 93/28 is exclusive
+    assert [(c.frame_start, c.frame_end) for c in by["arm-3"].chunks] == [(0, 93), (93, 186)]
+    assert by["arm-3"].metadata["chunk_boundaries"].startswith("chunk timestamps")
+    # refusals name the case, the chunk and the readable forms
+    skipped = dict(line.strip()[len("skipped "):].split(": ", 1) for line in printed.splitlines()
+                   if line.strip().startswith("skipped "))
+    assert set(skipped) == {"bad_interval", "past_end", "inclusive_end"}
+    assert "chunk 1 interval cannot be read" in skipped["bad_interval"] and "'MM:SS-MM:SS'" in skipped["bad_interval"]
+    assert "ends at 60 s" in skipped["past_end"] and "60 frames" in skipped["past_end"]
+    assert "frame_end is exclusive" in skipped["inclusive_end"]
+    assert "3 skipped" in printed and "note:" not in printed  # no case was split evenly
+    assert cli.main(["validate", str(out)]) == 0
+    # the videos adapter reads the same timestamp file the same way
+    v = build_model(f"videos:{public_layout}#cosmos").generate(by["arm-3"])
+    assert [(c.frame_start, c.frame_end) for c in v.chunks] == [(0, 93), (93, 186)]
+
+
+def test_chunks_without_intervals_are_split_evenly_only_with_a_note(damo_root, tmp_path, capsys):
+    out = tmp_path / "wo.json"
+    assert cli.main(["import", str(damo_root), "--layout", "worldolympiad-damo", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    g = load_suite(out).case("g001")
+    assert g.metadata["chunk_boundaries"].startswith("even split")
+    assert "note: 2 case(s)" in printed and "g001" in printed and '"interval": "[MM:SS, MM:SS)"' in printed
+
+
+@pytest.mark.parametrize("interval, expected", [
+    ("[00:00, 00:15)", (0.0, 15.0)), ("00:00-00:04", (0.0, 4.0)), ("[01:02.5, 01:10)", (62.5, 70.0)),
+    ("00:01:00-00:01:30", (60.0, 90.0)), ("[0, 4.5)", (0.0, 4.5)), ([1, 2], (1.0, 2.0)),
+    ({"start": 0.5, "end": 1}, (0.5, 1.0)),
+])
+def test_parse_interval_reads_every_documented_form(interval, expected):
+    from worldolympiad.importers.damo import parse_interval
+
+    assert parse_interval(interval) == expected
+
+
+@pytest.mark.parametrize("interval", ["second half", "00:15-00:15", "[00:10, 00:05)", "00:75-01:00", "1:2:3:4-5", None])
+def test_parse_interval_refuses_what_it_cannot_read(interval):
+    from worldolympiad.importers.damo import parse_interval
+
+    with pytest.raises((ValueError, TypeError)):
+        parse_interval(interval)
+
+
+def test_mixed_and_overlapping_intervals_refuse_the_case(tmp_path):
+    from worldolympiad.importers.damo import import_case
+    from worldolympiad.types import CaseError
+
+    d = tmp_path / "general" / "c"
+    d.mkdir(parents=True)
+    write_video(d / "ref_c.mp4", wo_testlib.frames_for("c", 20, (16, 24)), 2)
+    (d / "prompt.json").write_text('[{"interval": "[00:00, 00:05)", "caption": "a"}, {"caption": "b"}]')
+    with pytest.raises(CaseError, match=r"chunk\(s\) \[1\] have no interval"):
+        import_case(d, "realworld")
+    (d / "prompt.json").write_text('[{"interval": "[00:00, 00:06)", "caption": "a"},'
+                                   ' {"interval": "[00:05, 00:10)", "caption": "b"}]')
+    with pytest.raises(CaseError, match="inside chunk 0"):
+        import_case(d, "realworld")

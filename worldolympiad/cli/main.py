@@ -362,6 +362,11 @@ def cmd_import(args: argparse.Namespace) -> int:
               + (f", {len(suite.broken)} skipped:" if suite.broken else ""))
         for b in suite.broken:
             print(f"  skipped {b.case_id}: {b.error}")
+        guessed = [c.id for c in suite.cases if str(c.metadata.get("chunk_boundaries", "")).startswith("even split")]
+        if guessed:
+            print(f"  note: {len(guessed)} case(s) have several chunks but no intervals or chunk timestamps; their "
+                  f"chunks split the video evenly ({', '.join(guessed[:5])}{', ...' if len(guessed) > 5 else ''}); "
+                  "add \"interval\": \"[MM:SS, MM:SS)\" to each chunk of prompt.json to fix")
         return 0
     fn = _load_dispatch("tracks.longvideo.importer:import_lvbench", "tracks (tracks/longvideo/importer.py)")
     if fn is None:

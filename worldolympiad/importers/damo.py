@@ -10,10 +10,22 @@ Layout::
                              ``--model videos:<root>#<prefix>``)
 
 fps, frame count and resolution come from probing the reference (or, without one, the
-first generated video). Chunk frame ranges come from each chunk's ``interval`` (seconds,
-``[start, end]``, ``{"start", "end"}`` or ``"a-b"``) when given, else from the first
-generated video's chunk timestamps, else an even split. Domains map to scenarios:
-general → realworld, gaming → gaming, embodied → robotics.
+first generated video). Chunk frame ranges, in order of preference:
+
+* each chunk's ``interval``, read as the layout writes it: a half-open time range on the
+  reference's clock, ``"[00:00, 00:15)"`` or ``"00:00-00:04"`` (``SS``, ``MM:SS`` or
+  ``HH:MM:SS``, fractions allowed; ``,`` or ``-`` between), or our own ``[start, end]`` /
+  ``{"start", "end"}`` in seconds; ``[a, b)`` → frames ``round(a*fps)`` .. ``round(b*fps)``
+  (exclusive). An interval that cannot be read, that only some chunks have, that overlaps
+  the previous one or that runs past the reference refuses the case (naming the chunk);
+  it is never replaced by a guess.
+* without intervals and without a reference, the first generated video's
+  ``*_chunk_timestamps.json`` (``frame_end`` exclusive, see
+  :func:`worldolympiad.video.io.read_chunk_timestamps`);
+* one chunk → the whole video; several chunks without any timing → an even split, recorded
+  as such in ``metadata["chunk_boundaries"]`` and reported by ``worldolympiad import``.
+
+Domains map to scenarios: general → realworld, gaming → gaming, embodied → robotics.
 """
 
 from __future__ import annotations
@@ -101,17 +113,24 @@ def import_case(case_dir: Path, scenario: str, *, suite: str = "", relative_to: 
 
         v = read_video(probe_src)
         n, fps = v.num_frames, v.fps
-    chunks = _chunks_from_intervals(prompts, fps, n)
-    if chunks is None and gens:
+    chunks = _chunks_from_intervals(prompts, fps, n, case_dir / "prompt.json")
+    boundaries = "prompt.json intervals"
+    if chunks is None and gens and probe_src == gens[0]:
         ts = gens[0].with_name(gens[0].stem + "_chunk_timestamps.json")
         if ts.is_file():
             _, _, tchunks = read_chunk_timestamps(ts)
-            if len(tchunks) == len(prompts) and probe_src == gens[0]:
-                chunks = tuple(Chunk(i, c.frame_start, c.frame_end, prompts[i]["caption"], prompts[i]["action"])
-                               for i, c in enumerate(tchunks))
+            if len(tchunks) != len(prompts):
+                raise CaseError(f"{ts.name} has {len(tchunks)} chunks but prompt.json has {len(prompts)}; "
+                                "make them match or add intervals to prompt.json")
+            chunks = tuple(Chunk(i, c.frame_start, c.frame_end, prompts[i]["caption"], prompts[i]["action"])
+                           for i, c in enumerate(tchunks))
+            boundaries = f"chunk timestamps ({ts.name})"
     if chunks is None and prompts:
-        k = min(len(prompts), n)
-        chunks = even_chunks(n, k, [p["caption"] for p in prompts[:k]], [p["action"] for p in prompts[:k]])
+        if len(prompts) > n:
+            raise CaseError(f"prompt.json has {len(prompts)} chunks but the video has only {n} frames")
+        chunks = even_chunks(n, len(prompts), [p["caption"] for p in prompts], [p["action"] for p in prompts])
+        boundaries = ("whole video" if len(prompts) == 1 else
+                      "even split (prompt.json gives no intervals; add \"interval\": \"[MM:SS, MM:SS)\" per chunk)")
     reference = None
     if ref.is_file():
         reference = os.path.relpath(ref.resolve(), (relative_to or case_dir).resolve())
@@ -126,7 +145,8 @@ def import_case(case_dir: Path, scenario: str, *, suite: str = "", relative_to: 
         "chunks": [c.to_dict() for c in chunks or ()],
         "reference": reference,
         "metadata": {"source_layout": "worldolympiad-damo", "domain": case_dir.parent.name, "source_id": raw_id,
-                     "models": [g.name[: -len(f"_gen_{raw_id}.mp4")] for g in gens]},
+                     "models": [g.name[: -len(f"_gen_{raw_id}.mp4")] for g in gens],
+                     "chunk_boundaries": boundaries},
     }
     return Case.from_dict(d, base_dir=(relative_to or case_dir).resolve())
 
@@ -174,32 +194,75 @@ def _action(a: Any) -> str | dict[str, Any] | None:
     return str(a)
 
 
-def _interval_seconds(iv: Any) -> tuple[float, float] | None:
-    if isinstance(iv, Sequence) and not isinstance(iv, str) and len(iv) == 2:
-        return float(iv[0]), float(iv[1])
-    if isinstance(iv, Mapping) and "start" in iv and "end" in iv:
-        return float(iv["start"]), float(iv["end"])
+_TIME_RANGE = re.compile(r"^[\[(]?\s*([0-9:.]+)\s*(?:,|-)\s*([0-9:.]+)\s*[\])]?$")
+INTERVAL_FORMS = "'[MM:SS, MM:SS)', 'MM:SS-MM:SS' (SS or HH:MM:SS also), [start_s, end_s] or {\"start\", \"end\"}"
+
+
+def parse_time(text: str) -> float:
+    """``"SS[.f]"``, ``"MM:SS[.f]"`` or ``"HH:MM:SS[.f]"`` → seconds (ValueError otherwise)."""
+    parts = text.strip().split(":")
+    if not 1 <= len(parts) <= 3 or any(not p for p in parts):
+        raise ValueError(f"not a time: {text!r}")
+    seconds = 0.0
+    for p in parts[:-1]:
+        if not p.isdigit():
+            raise ValueError(f"not a time: {text!r}")
+        seconds = seconds * 60 + int(p)
+    last = float(parts[-1])
+    if len(parts) > 1 and last >= 60:
+        raise ValueError(f"not a time: {text!r} (seconds >= 60)")
+    return seconds * 60 + last if len(parts) > 1 else last
+
+
+def parse_interval(iv: Any) -> tuple[float, float]:
+    """An ``interval`` of prompt.json → ``(start_s, end_s)``, half-open.
+
+    Raises:
+        ValueError: not one of :data:`INTERVAL_FORMS`, or ``end <= start``.
+    """
     if isinstance(iv, str):
-        m = re.match(r"^\s*([0-9.]+)\s*[-,:~]\s*([0-9.]+)\s*$", iv)
-        if m:
-            return float(m.group(1)), float(m.group(2))
-    return None
+        m = _TIME_RANGE.match(iv.strip())
+        if not m:
+            raise ValueError(f"{iv!r} is not a time range")
+        a, b = parse_time(m.group(1)), parse_time(m.group(2))
+    elif isinstance(iv, Mapping) and "start" in iv and "end" in iv:
+        a, b = float(iv["start"]), float(iv["end"])
+    elif isinstance(iv, Sequence) and not isinstance(iv, (str, bytes)) and len(iv) == 2:
+        a, b = float(iv[0]), float(iv[1])
+    else:
+        raise ValueError(f"{iv!r} is not a time range")
+    if not b > a >= 0:
+        raise ValueError(f"{iv!r} ends at or before it starts")
+    return a, b
 
 
-def _chunks_from_intervals(prompts: list[dict[str, Any]], fps: float, n: int) -> tuple[Chunk, ...] | None:
-    """Chunks from per-chunk ``interval`` seconds; ``None`` unless every chunk has a usable one."""
-    if not prompts:
+def _chunks_from_intervals(prompts: list[dict[str, Any]], fps: float, n: int, path: Path) -> tuple[Chunk, ...] | None:
+    """Chunks from per-chunk ``interval``; ``None`` when no chunk has one; CaseError when unusable."""
+    have = [p["interval"] is not None for p in prompts]
+    if not any(have):
         return None
-    spans = [_interval_seconds(p["interval"]) for p in prompts]
-    if any(s is None for s in spans):
-        return None
-    chunks = []
-    prev = 0
-    for i, (p, (a, b)) in enumerate(zip(prompts, spans, strict=True)):  # type: ignore[misc]
-        start = max(prev, min(n - 1, int(round(a * fps))))
-        end = min(n, int(round(b * fps)))
+    if not all(have):
+        missing = [i for i, h in enumerate(have) if not h]
+        raise CaseError(f"{path.name}: chunk(s) {missing} have no interval while others do; give every chunk "
+                        f"an interval ({INTERVAL_FORMS}) or none")
+    chunks: list[Chunk] = []
+    for i, p in enumerate(prompts):
+        try:
+            a, b = parse_interval(p["interval"])
+        except (TypeError, ValueError) as e:
+            raise CaseError(f"{path.name}: chunk {i} interval cannot be read ({e}); expected {INTERVAL_FORMS}") from e
+        start, end = int(round(a * fps)), int(round(b * fps))
+        if end > n + 1:
+            raise CaseError(f"{path.name}: chunk {i} interval {p['interval']!r} ends at {b:g} s (frame {end}) but "
+                            f"the reference has {n} frames ({n / fps:.3f} s at {fps:g} fps); intervals are times "
+                            "on the reference video")
+        end = min(end, n)
+        if chunks and start < chunks[-1].frame_end:
+            raise CaseError(f"{path.name}: chunk {i} interval {p['interval']!r} starts at frame {start}, inside "
+                            f"chunk {i - 1} (frames {chunks[-1].frame_start}-{chunks[-1].frame_end - 1}); "
+                            "intervals are half-open [start, end) and must not overlap")
         if end <= start:
-            return None  # inconsistent intervals: fall back to timestamps / an even split
+            raise CaseError(f"{path.name}: chunk {i} interval {p['interval']!r} is shorter than one frame "
+                            f"at {fps:g} fps")
         chunks.append(Chunk(i, start, end, p["caption"], p["action"]))
-        prev = end
     return tuple(chunks)

@@ -422,7 +422,9 @@ def write_chunk_timestamps(path: str | Path, video_path: str | Path, fps: float,
                            chunks: Sequence[Chunk]) -> Path:
     """Write the public ``<prefix>_gen_<id>_chunk_timestamps.json`` format.
 
-    ``frame_end`` in that format is *inclusive*; ours is exclusive, converted here.
+    ``frame_end`` in that format is *exclusive*, as ours is: the layout's own example has
+    ``frame_end`` 93 with ``generated_end_sec`` 3.321428 at 28 fps (93 / 28), and its writer
+    sets ``frame_end = frame_start + frame_count``.
     """
     payload = {
         "version": 1,
@@ -435,7 +437,7 @@ def write_chunk_timestamps(path: str | Path, video_path: str | Path, fps: float,
                 "chunk_index": c.index,
                 "source_interval": None,
                 "frame_start": c.frame_start,
-                "frame_end": c.frame_end - 1,
+                "frame_end": c.frame_end,
                 "generated_start_sec": c.frame_start / fps,
                 "generated_end_sec": c.frame_end / fps,
             }
@@ -451,8 +453,14 @@ def read_chunk_timestamps(path: str | Path, captions: Sequence[str] = (),
                           actions: Sequence[Any] = ()) -> tuple[float, int, tuple[Chunk, ...]]:
     """Read a ``*_chunk_timestamps.json`` file → ``(fps, total_frames, chunks)`` (exclusive ends).
 
+    Frames come from ``frame_start`` / ``frame_end`` (``frame_end`` exclusive, as the layout
+    defines it; ``frame_end_exclusive`` wins when present), else from
+    ``generated_start_sec`` / ``generated_end_sec`` x ``fps``. When both are given they must
+    agree to the nearest frame.
+
     Raises:
-        VideoError: the file is missing or malformed (names the missing key).
+        VideoError: the file is missing or malformed (names the missing key), frames and
+            seconds disagree, a chunk is empty or chunks overlap.
     """
     path = Path(path)
     try:
@@ -461,20 +469,43 @@ def read_chunk_timestamps(path: str | Path, captions: Sequence[str] = (),
         raise VideoError(f"{path}: chunk timestamps file not found") from e
     except json.JSONDecodeError as e:
         raise VideoError(f"{path}: not valid JSON ({e.msg}, line {e.lineno}); fix or delete the file") from e
+    fix = "see docs/formats.md (chunk timestamps) for the format"
     try:
         fps = float(d["fps"])
         total = int(d["total_frames"])
-        chunks = []
+        chunks: list[Chunk] = []
         for i, c in enumerate(d["chunks"]):
             idx = int(c.get("chunk_index", i))
-            if "frame_start" in c:
-                start, end = int(c["frame_start"]), int(c["frame_end"]) + 1
+            by_seconds = None
+            if c.get("generated_start_sec") is not None and c.get("generated_end_sec") is not None:
+                by_seconds = (int(round(float(c["generated_start_sec"]) * fps)),
+                              int(round(float(c["generated_end_sec"]) * fps)))
+            if c.get("frame_start") is not None:
+                end_key = "frame_end_exclusive" if c.get("frame_end_exclusive") is not None else "frame_end"
+                start, end = int(c["frame_start"]), int(c[end_key])
+                if by_seconds is not None and by_seconds != (start, end):
+                    raise VideoError(
+                        f"{path}: chunk {i} has frames [{start}, {end}) but seconds "
+                        f"[{c['generated_start_sec']}, {c['generated_end_sec']}) x fps {fps:g} = "
+                        f"[{by_seconds[0]}, {by_seconds[1]}); frame_end is exclusive in this format "
+                        f"(frame_end = generated_end_sec x fps); fix one of them ({fix})")
+            elif by_seconds is not None:
+                start, end = by_seconds
             else:
-                start = int(round(float(c["generated_start_sec"]) * fps))
-                end = int(round(float(c["generated_end_sec"]) * fps))
-            chunks.append(Chunk(idx, start, min(end, total),
+                raise KeyError("frame_start")
+            end = min(end, total)
+            if end <= start:
+                raise VideoError(f"{path}: chunk {i} covers no frame ([{start}, {end})); {fix}")
+            if chunks and start < chunks[-1].frame_end:
+                raise VideoError(f"{path}: chunk {i} starts at frame {start}, inside chunk {i - 1} "
+                                 f"(ends at {chunks[-1].frame_end}, exclusive); chunks must not overlap ({fix})")
+            chunks.append(Chunk(idx, start, end,
                                 captions[i] if i < len(captions) else "",
                                 actions[i] if i < len(actions) else None))
+    except VideoError:
+        raise
     except KeyError as e:
-        raise VideoError(f"{path}: missing key {e} in chunk timestamps; see REFERENCE.md §A for the format") from e
+        raise VideoError(f"{path}: missing key {e} in chunk timestamps; {fix}") from e
+    except (TypeError, ValueError) as e:
+        raise VideoError(f"{path}: unreadable chunk timestamps ({e}); {fix}") from e
     return fps, total, tuple(chunks)
