@@ -22,7 +22,9 @@ Tracks that want failure to cost points give a documented floor score instead.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,8 @@ import numpy as np
 import pandas as pd
 
 from leaderboard.schema import Schema, load_schema
+
+logger = logging.getLogger(__name__)
 
 ROW_COLUMNS = ["run", "model", "suite", "scenario", "case_id", "seed", "track", "track_version", "status", "score"]
 
@@ -85,18 +89,53 @@ def metric_column_scores(metrics: pd.DataFrame, track: str, metric: str) -> pd.D
     return pd.DataFrame({"score": g.mean(), "n_cases": g.count()}).reset_index()
 
 
-def read_results_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a ``results.jsonl`` (a trailing partial line from a killed run is ignored)."""
-    out = []
-    for line in Path(path).read_text().splitlines():
-        line = line.strip()
-        if not line:
+@dataclass(frozen=True)
+class ResultsFile:
+    """The rows of a ``results.jsonl`` and the 1-based numbers of the lines that were skipped."""
+
+    rows: list[dict[str, Any]]
+    damaged: list[int]
+
+
+def scan_results_jsonl(path: str | Path) -> ResultsFile:
+    """Read ``results.jsonl`` line by line, setting damaged lines aside instead of failing.
+
+    A line is damaged when it is not UTF-8, not JSON, or not a JSON object (a disk error, a
+    killed writer, a hand edit). Every reader (``leaderboard add``, ``report``) must still
+    work on the rest, so such lines are returned by number, never raised. A trailing partial
+    line from a killed run is not counted: the evaluator rewrites it on resume.
+    """
+    raw = Path(path).read_bytes()
+    lines = raw.split(b"\n")
+    rows: list[dict[str, Any]] = []
+    damaged: list[int] = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+            r = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            r = None
+        if isinstance(r, dict):
+            rows.append(r)
+        elif not (i == len(lines) and not raw.endswith(b"\n")):
+            damaged.append(i)
+    return ResultsFile(rows, damaged)
+
+
+def read_results_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a ``results.jsonl``; damaged lines are skipped with a logged warning (see :func:`scan_results_jsonl`)."""
+    scan = scan_results_jsonl(path)
+    if scan.damaged:
+        logger.warning("%s: skipped %s", path, damaged_note(scan.damaged))
+    return scan.rows
+
+
+def damaged_note(damaged: Sequence[int]) -> str:
+    """``"2 damaged lines (3, 9) — not UTF-8 / not a JSON object"``: one line for terminals and pages."""
+    shown = ", ".join(map(str, damaged[:10])) + (", ..." if len(damaged) > 10 else "")
+    return (f"{len(damaged)} damaged line{'s' if len(damaged) != 1 else ''} ({shown}) — not UTF-8 or not a JSON "
+            "object; the other rows are used")
 
 
 def load_run(run_dir: str | Path) -> pd.DataFrame:

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             for d in args.run_dirs:
                 try:
                     print(f"{d}: {store.add_run(d, verified=not args.self_reported)}")
+                    _warn_damaged(Path(d))
                 except (FileNotFoundError, ValueError) as e:
                     print(f"{d}: error: {e}")
                     code = 1
@@ -61,3 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.db, args.host, args.port, block=True)
         return 0
     return 2
+
+
+def _warn_damaged(run_dir: Path) -> None:
+    """Say which lines of ``results.jsonl`` were skipped (they are not in the store)."""
+    from leaderboard.aggregate import damaged_note, scan_results_jsonl
+
+    damaged = scan_results_jsonl(run_dir / "results.jsonl").damaged
+    if damaged:
+        print(f"{run_dir}: warning: skipped {damaged_note(damaged)}")

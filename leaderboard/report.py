@@ -13,13 +13,16 @@ import base64
 import html
 import io
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from leaderboard.aggregate import case_scores, read_results_jsonl, rows_from_results, track_scores
+from leaderboard.aggregate import case_scores, damaged_note, rows_from_results, scan_results_jsonl, track_scores
 from leaderboard.schema import Schema, load_schema
+
+logger = logging.getLogger(__name__)
 
 
 def _png(fig: Any) -> str:
@@ -97,7 +100,10 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
     res_path = run_dir / "results.jsonl"
     if not res_path.exists():
         raise FileNotFoundError(f"{res_path} not found; run evaluate-model first (it writes the run directory)")
-    results = read_results_jsonl(res_path)
+    scan = scan_results_jsonl(res_path)
+    results = scan.rows
+    if scan.damaged:
+        logger.warning("%s: skipped %s", res_path, damaged_note(scan.damaged))
     spec = json.loads((run_dir / "run_spec.json").read_text()) if (run_dir / "run_spec.json").exists() else {}
     rows = rows_from_results(results, run=run_dir.name)
     tracks = track_scores(rows, schema)
@@ -114,6 +120,8 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
         f"<h1>WorldOlympiad report — {html.escape(str(spec.get('model', '?')))}</h1>",
         f"<p>suite <b>{html.escape(str(spec.get('suite', '?')))}</b>, seeds {html.escape(str(spec.get('seeds', '?')))}, "
         f"judge {html.escape(str(spec.get('judge', 'none')))}, run {html.escape(run_dir.name)}</p>",
+        (f"<p class='failed'>results.jsonl: skipped {html.escape(damaged_note(scan.damaged))}</p>"
+         if scan.damaged else ""),
         "<h2>Tracks</h2><table><tr><th>track</th><th>version</th><th>score</th><th>95 % CI</th><th>seed std</th>"
         "<th>cases scored / applicable</th><th>failed</th></tr>",
     ]

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from leaderboard.aggregate import ROW_COLUMNS, read_results_jsonl
+from leaderboard.aggregate import ROW_COLUMNS, scan_results_jsonl
 
 DEFAULT_DB = Path("leaderboard.sqlite")
 
@@ -121,7 +121,7 @@ class Store:
             if not p.exists():
                 raise FileNotFoundError(f"{p} not found: `leaderboard add` needs a run directory written by evaluate-model")
         spec = json.loads(spec_path.read_text())
-        rows = read_results_jsonl(res_path)
+        rows = scan_results_jsonl(res_path).rows  # damaged lines are skipped (the CLI names them)
         return self.add_rows(spec, rows, verified=verified, source=source, location=str(run_dir.resolve()))
 
     def add_rows(self, spec: dict[str, Any], rows: Iterable[dict[str, Any]], *, verified: bool, source: str,
