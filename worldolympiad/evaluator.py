@@ -271,15 +271,46 @@ class JsonlAppender:
             with open(self.path, "r+b") as f:
                 f.truncate(keep)
             data = data[:keep]
-        rows = []
-        for i, line in enumerate(data.decode("utf-8", errors="replace").splitlines()):
+        rows: list[dict[str, Any]] = []
+        kept: list[bytes] = []
+        damaged: list[bytes] = []
+        for line in data.splitlines(keepends=True):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                logger.warning("%s:%d: unreadable line skipped", self.path, i + 1)
+                row = json.loads(line.decode("utf-8"))
+                if not isinstance(row, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+                damaged.append(line)
+                continue
+            rows.append(row)
+            kept.append(line)
+        if damaged:
+            self._quarantine(damaged, kept)
         return rows
+
+    @property
+    def quarantine_path(self) -> Path:
+        """Where damaged lines are kept: ``<name>.quarantine`` beside the file."""
+        return self.path.with_name(self.path.name + ".quarantine")
+
+    def _quarantine(self, damaged: list[bytes], kept: list[bytes]) -> None:
+        """Move damaged lines (not UTF-8, not a JSON object) out of the file into :attr:`quarantine_path`.
+
+        They are appended there byte for byte and the file is rewritten atomically without them, so
+        every later reader (``leaderboard add``, ``worldolympiad report``) sees rows only.
+        """
+        with open(self.quarantine_path, "ab") as f:
+            f.writelines(x if x.endswith(b"\n") else x + b"\n" for x in damaged)
+            f.flush()
+            os.fsync(f.fileno())
+        self.close()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(b"".join(kept))
+        tmp.replace(self.path)
+        logger.warning("%s: %d damaged line(s) (not UTF-8 or not a JSON row) moved to %s; their rows are "
+                       "computed again", self.path, len(damaged), self.quarantine_path)
 
     def append(self, row: Mapping[str, Any]) -> None:
         data = (json.dumps(row, separators=(",", ":")) + "\n").encode()
@@ -617,10 +648,49 @@ def failed_row(spec: RunSpec, case: Case | None, seed: int, track: str, error: s
 _WORKER: _Worker | None = None
 
 
-def _worker_init(env: _Env, queue: Any) -> None:
+def _worker_init(env: _Env, queue: Any, parent_pid: int | None = None) -> None:
     global _WORKER
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     logging.basicConfig(level=logging.WARNING)
     _WORKER = _Worker(env, lambda kind, payload: queue.put((kind, payload)))
+
+
+#: how often a worker's watchdog looks for its parent (seconds)
+PARENT_POLL_S = 1.0
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Make this (worker) process exit when ``parent_pid`` dies, however it dies.
+
+    A worker of a SIGKILLed or SIGTERMed ``evaluate-model`` otherwise lives on, holding its
+    model in memory, until it finishes its unit and blocks forever on the queue. Two
+    mechanisms: Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel
+    kills this process the moment the thread that started it exits), and, on every platform,
+    a daemon thread that polls ``os.getppid()`` (a dead parent's children are re-parented) and
+    exits within :data:`PARENT_POLL_S`.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            pr_set_pdeathsig = 1
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+                logger.debug("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+        except (OSError, AttributeError):  # no libc / no prctl: the watchdog below still works
+            logger.debug("prctl unavailable", exc_info=True)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 def _worker_run(unit: _Unit) -> int:
@@ -849,7 +919,7 @@ def _run_in_processes(env: _Env, units: list[_Unit], workers: int,
     q = ctx.Queue()
     finished: set[int] = set()
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                             initargs=(env, q)) as ex:
+                             initargs=(env, q, os.getpid())) as ex:
         futures = {ex.submit(_worker_run, u): u for u in units}
         crashed: dict[int, BaseException] = {}
         while len(finished) + len(crashed) < len(units):
