@@ -149,8 +149,10 @@ def _load_file(path: Path) -> Suite:
     except UnicodeDecodeError as e:
         raise SuiteError(f"{path}: not a text file; pass a suite or case JSON file") from e
     except json.JSONDecodeError as e:
-        raise SuiteError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} col {e.colno}); fix the file "
-                         f"(`worldolympiad validate {path}` lists every problem)") from e
+        from worldolympiad.validate import json_error_hint
+
+        raise SuiteError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} col {e.colno}); "
+                         f"{json_error_hint(e, path)}") from e
     base = path.parent.resolve()
     if isinstance(d, Mapping) and "cases" in d:
         items = d["cases"]

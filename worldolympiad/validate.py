@@ -1,8 +1,9 @@
 """Validation of case and suite files: every problem, each with its JSON path.
 
-Two layers: the published JSON Schema (``schema/case.schema.json``), then semantic
-checks the schema cannot express (chunks inside the video and non-overlapping,
-a trajectory with one pose per frame, duplicate case ids...).
+Two layers, reported together: the published JSON Schema (``schema/case.schema.json``) and
+semantic checks the schema cannot express (chunks inside the video and non-overlapping, a
+trajectory with one pose per frame, duplicate case ids...). A semantic check whose inputs
+the schema already rejects is skipped rather than reported twice.
 """
 
 from __future__ import annotations
@@ -52,50 +53,80 @@ def validate_case_dict(d: Any, prefix: str = "$") -> list[Problem]:
         Problem(prefix + _json_path(e.absolute_path)[1:], _schema_message(e))
         for e in sorted(validator.iter_errors(d), key=lambda e: list(map(str, e.absolute_path)))
     ]
-    if problems:
-        return problems
-    return _semantic_case_checks(d, prefix)
+    return problems + _semantic_case_checks(d, prefix)
 
 
 def _schema_message(e: Any) -> str:
     if e.validator == "required":
         return f"{e.message}; add it"
     if e.validator == "additionalProperties":
-        return f"{e.message}; remove it or move it under 'metadata'"
+        return _extra_keys_message(e)
     if e.validator == "enum":
         return f"{e.instance!r} is not one of {e.validator_value}"
     return str(e.message)
 
 
+def _extra_keys_message(e: Any) -> str:
+    """Unknown keys: name them, suggest the key probably meant, and say where free-form data may go."""
+    import difflib
+
+    allowed = list((e.schema or {}).get("properties", {}))
+    extra = sorted(k for k in (e.instance if isinstance(e.instance, Mapping) else {}) if k not in allowed)
+    parts = []
+    for k in extra:
+        close = difflib.get_close_matches(k, allowed, n=1, cutoff=0.6)
+        parts.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    where = ("remove it or move it under 'metadata'" if "metadata" in allowed else
+             f"remove it (this object takes only {', '.join(allowed)}; free-form data belongs in a case's "
+             "top-level 'metadata')")
+    return f"unknown key(s) {', '.join(parts)}; {where}"
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_matrix(m: Any, rows: int, cols: int) -> bool:
+    return (isinstance(m, list) and len(m) == rows
+            and all(isinstance(r, list) and len(r) == cols and all(isinstance(x, (int, float)) for x in r) for r in m))
+
+
 def _semantic_case_checks(d: Mapping[str, Any], prefix: str) -> list[Problem]:
+    """Checks the schema cannot express; each runs only on inputs of the right shape (the schema
+    reports the rest), so schema and semantic problems come back together."""
     problems: list[Problem] = []
-    n = int(d["num_frames"])
-    chunks = d.get("chunks") or []
+    n = d.get("num_frames") if _is_int(d.get("num_frames")) else None
+    chunks = d.get("chunks") if isinstance(d.get("chunks"), list) else []
     prev_end = 0
     for i, c in enumerate(chunks):
         p = f"{prefix}.chunks[{i}]"
-        if c["index"] != i:
+        if not isinstance(c, Mapping):
+            continue
+        if _is_int(c.get("index")) and c["index"] != i:
             problems.append(Problem(f"{p}.index", f"chunks must be numbered 0..{len(chunks) - 1} in order, got {c['index']}"))
-        if c["frame_end"] <= c["frame_start"]:
-            problems.append(Problem(f"{p}.frame_end", f"frame_end ({c['frame_end']}) must be > frame_start ({c['frame_start']}); frame_end is exclusive"))
-        if c["frame_end"] > n:
-            problems.append(Problem(f"{p}.frame_end", f"frame_end ({c['frame_end']}) is past num_frames ({n})"))
-        if c["frame_start"] < prev_end:
-            problems.append(Problem(f"{p}.frame_start", f"chunk overlaps the previous one (starts at {c['frame_start']}, previous ends at {prev_end})"))
-        prev_end = max(prev_end, c["frame_end"])
-    cam = d.get("camera")
-    if cam and cam.get("trajectory"):
-        t = len(cam["trajectory"])
-        if t != n:
-            problems.append(Problem(f"{prefix}.camera.trajectory", f"has {t} poses but num_frames is {n}; give one camera-to-world pose per frame"))
-        for j, m in enumerate(cam["trajectory"]):
-            if [round(x, 6) for x in m[3]] != [0.0, 0.0, 0.0, 1.0]:
+        start, end = c.get("frame_start"), c.get("frame_end")
+        if not (_is_int(start) and _is_int(end)):
+            continue
+        if end <= start:
+            problems.append(Problem(f"{p}.frame_end", f"frame_end ({end}) must be > frame_start ({start}); frame_end is exclusive"))
+        if n is not None and end > n:
+            problems.append(Problem(f"{p}.frame_end", f"frame_end ({end}) is past num_frames ({n}); frame_end is "
+                                                      "exclusive, so the last chunk ends at num_frames"))
+        if start < prev_end:
+            problems.append(Problem(f"{p}.frame_start", f"chunk overlaps the previous one (starts at {start}, previous ends at {prev_end})"))
+        prev_end = max(prev_end, end)
+    cam = d.get("camera") if isinstance(d.get("camera"), Mapping) else None
+    traj = cam.get("trajectory") if cam else None
+    if isinstance(traj, list) and traj:
+        if n is not None and len(traj) != n:
+            problems.append(Problem(f"{prefix}.camera.trajectory", f"has {len(traj)} poses but num_frames is {n}; give one camera-to-world pose per frame"))
+        for j, m in enumerate(traj):
+            if _is_matrix(m, 4, 4) and [round(x, 6) for x in m[3]] != [0.0, 0.0, 0.0, 1.0]:
                 problems.append(Problem(f"{prefix}.camera.trajectory[{j}][3]", f"last row of a pose must be [0, 0, 0, 1], got {m[3]}"))
                 break
-    if cam:
-        K = cam["intrinsics"]
-        if K[0][0] <= 0 or K[1][1] <= 0:
-            problems.append(Problem(f"{prefix}.camera.intrinsics", "focal lengths K[0][0], K[1][1] must be positive"))
+    K = cam.get("intrinsics") if cam else None
+    if _is_matrix(K, 3, 3) and (K[0][0] <= 0 or K[1][1] <= 0):
+        problems.append(Problem(f"{prefix}.camera.intrinsics", "focal lengths K[0][0], K[1][1] must be positive"))
     return problems
 
 
@@ -111,7 +142,7 @@ def validate_suite_dict(d: Any, base_dir: Path | None = None) -> list[Problem]:
         Problem(_json_path(e.absolute_path), _schema_message(e))
         for e in jsonschema.Draft202012Validator(shallow).iter_errors(d)
     ]
-    if problems:
+    if not isinstance(d.get("cases"), list):
         return problems
     seen: dict[str, int] = {}
     for i, item in enumerate(d["cases"]):
@@ -139,6 +170,22 @@ def validate_suite_dict(d: Any, base_dir: Path | None = None) -> list[Problem]:
     return problems
 
 
+#: what a case or suite file looks like, for parse errors (docs/formats.md has the full story)
+EXPECTED_SHAPE = ('a suite file is one JSON object {"name": "mine", "cases": [{case}, {case}, "cases/other.json"]}, '
+                  'a case file one case object {"id": ..., "scenario": ..., "fps": ..., ...}; see docs/formats.md')
+
+
+def json_error_hint(e: json.JSONDecodeError, path: str | Path = "") -> str:
+    """What to do about a parse error: JSON lines (one case per line) get the expected shape."""
+    lines = e.doc.strip().splitlines() if isinstance(e.doc, str) else []
+    looks_jsonl = (e.msg == "Extra data" and len(lines) > 1 and lines[0].lstrip().startswith("{")) \
+        or str(path).endswith(".jsonl")
+    if looks_jsonl:
+        return ("this looks like JSON lines (one object per line), which is not read; put the cases in one suite "
+                f"object instead: {EXPECTED_SHAPE}")
+    return f"fix the file; {EXPECTED_SHAPE}"
+
+
 def validate_file(path: str | Path) -> list[Problem]:
     """Validate a case or suite JSON file (a suite has a ``cases`` key)."""
     path = Path(path)
@@ -147,7 +194,7 @@ def validate_file(path: str | Path) -> list[Problem]:
     try:
         d = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        return [Problem("$", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")]
+        return [Problem("$", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}; {json_error_hint(e, path)}")]
     if isinstance(d, Mapping) and "cases" in d:
         return validate_suite_dict(d, base_dir=path.parent)
     return validate_case_dict(d)
