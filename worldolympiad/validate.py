@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,11 @@ def _extra_keys_message(e: Any) -> str:
     return f"unknown key(s) {', '.join(parts)}; {where}"
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_matrix(m: Any, rows: int, cols: int) -> bool:
+def _is_matrix(m: Any, rows: int, cols: int) -> TypeGuard[list[list[float]]]:
     return (isinstance(m, list) and len(m) == rows
             and all(isinstance(r, list) and len(r) == cols and all(isinstance(x, (int, float)) for x in r) for r in m))
 
@@ -95,8 +95,10 @@ def _semantic_case_checks(d: Mapping[str, Any], prefix: str) -> list[Problem]:
     """Checks the schema cannot express; each runs only on inputs of the right shape (the schema
     reports the rest), so schema and semantic problems come back together."""
     problems: list[Problem] = []
-    n = d.get("num_frames") if _is_int(d.get("num_frames")) else None
-    chunks = d.get("chunks") if isinstance(d.get("chunks"), list) else []
+    num_frames = d.get("num_frames")
+    n = num_frames if _is_int(num_frames) else None
+    raw_chunks = d.get("chunks")
+    chunks: list[Any] = raw_chunks if isinstance(raw_chunks, list) else []
     prev_end = 0
     for i, c in enumerate(chunks):
         p = f"{prefix}.chunks[{i}]"
