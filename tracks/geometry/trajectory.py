@@ -78,9 +78,20 @@ def umeyama(src: np.ndarray, dst: np.ndarray, with_scale: bool = True) -> Sim3:
 
 
 def rotation_angle_deg(R: np.ndarray) -> np.ndarray:
-    """Geodesic angle (degrees) of rotation matrices ``[..., 3, 3]``."""
-    tr = np.trace(R, axis1=-2, axis2=-1)
-    return np.degrees(np.arccos(np.clip((tr - 1.0) / 2.0, -1.0, 1.0)))
+    """Geodesic angle (degrees) of rotation matrices ``[..., 3, 3]``: the rotation vector's norm.
+
+    Computed as evo does (scipy's ``Rotation.from_matrix(...).magnitude()``), which projects a
+    slightly non-orthonormal matrix (rounded poses from a file, products of many poses) onto the
+    nearest rotation first. ``arccos((trace - 1) / 2)`` does not: near zero angle it turns a 1e-7
+    rounding of the trace into ~0.03 degrees.
+    """
+    from scipy.spatial.transform import Rotation
+
+    R = np.asarray(R, dtype=np.float64)
+    flat = R.reshape(-1, 3, 3)
+    if len(flat) == 0:
+        return np.zeros(R.shape[:-2])
+    return np.degrees(Rotation.from_matrix(flat).magnitude()).reshape(R.shape[:-2])
 
 
 def path_length(poses: np.ndarray) -> float:

@@ -82,6 +82,47 @@ def test_ate_rpe_equal_evo_with_scale_and_rotation(seed):
     assert ours.ate_rmse > 0.01  # the noise is visible, so the equality is not 0 == 0
 
 
+def _kitti_rounded(poses: np.ndarray) -> np.ndarray:
+    """Poses as a KITTI pose file stores them (``%.6e``): rotations slightly non-orthonormal."""
+    out = poses.copy()
+    out[:, :3, :] = np.vectorize(lambda x: float(f"{x:.6e}"))(poses[:, :3, :])
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rpe_rotation_equals_evo_on_rounded_non_orthonormal_poses(seed):
+    """Rounded rotations (as in evo's KITTI test files): arccos((tr - 1) / 2) misses by up to
+    ~0.006 degrees a pair; the rotation vector's norm (what evo uses) agrees to 1e-9."""
+    from evo.core import metrics
+    from evo.core.trajectory import PosePath3D
+
+    from tracks.geometry.trajectory import align_trajectory, rpe
+
+    rng = np.random.default_rng(seed)
+    ref = _kitti_rounded(_random_trajectory(rng, 100))
+    est = _kitti_rounded(_noisy(rng, ref, 0.01, 0.002))
+    gram = np.einsum("tji,tjk->tik", est[:, :3, :3], est[:, :3, :3])
+    assert 1e-8 < np.abs(gram - np.eye(3)).max() < 1e-6  # not orthonormal, yet a valid SO(3) for evo
+
+    ours = trajectory_errors(est, ref, with_scale=False, delta=1)
+    traj_ref, traj_est = PosePath3D(poses_se3=list(ref)), PosePath3D(poses_se3=list(est))
+    traj_est.align(traj_ref, correct_scale=False)
+    rpe_r = metrics.RPE(metrics.PoseRelation.rotation_angle_deg, delta=1, delta_unit=metrics.Unit.frames)
+    rpe_r.process_data((traj_ref, traj_est))
+    evo_pairs = np.asarray(rpe_r.error)
+
+    aligned, _ = align_trajectory(est, ref, with_scale=False)
+    _, our_pairs = rpe(aligned, ref, delta=1)
+    np.testing.assert_allclose(our_pairs, evo_pairs, atol=1e-9)
+    assert ours.rpe_rot_deg_mean == pytest.approx(rpe_r.get_statistic(metrics.StatisticsType.mean), abs=1e-9)
+    assert ours.rpe_rot_deg_rmse == pytest.approx(rpe_r.get_statistic(metrics.StatisticsType.rmse), abs=1e-9)
+    # the trace formula on the same relative rotations differs measurably
+    inv = np.linalg.inv
+    E = inv(inv(ref[:-1]) @ ref[1:]) @ (inv(aligned[:-1]) @ aligned[1:])
+    trace_formula = np.degrees(np.arccos(np.clip((np.trace(E[:, :3, :3], axis1=1, axis2=2) - 1) / 2, -1, 1)))
+    assert np.abs(trace_formula - evo_pairs).max() > 1e-3
+
+
 def test_exact_similarity_copy_has_zero_error():
     ref = _random_trajectory(np.random.default_rng(3))
     R = Rotation.from_euler("xyz", [10, 80, -30], degrees=True).as_matrix()
