@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from worldolympiad.inputs import BROKEN_CASE, changed_inputs, known_stamps
 from worldolympiad.types import Case, CaseError, RunSpec, Status, TrackResult, Video
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,10 @@ class RunOutcome:
         summary: the content of ``summary.json``.
         computed: number of rows written by this call.
         skipped: number of rows found finished and skipped.
+        recomputed_inputs: rows of an earlier run computed again because their inputs changed
+            (a replaced video, an edited case, a video that now exists; see :mod:`worldolympiad.inputs`).
+        changed: ``"<case> s<seed>: <labels>"`` for each (case, seed) whose inputs changed.
+        reused_failed: failed rows of an earlier run that were reused (``--retry-failed`` recomputes them).
     """
 
     run_dir: Path
@@ -104,6 +109,9 @@ class RunOutcome:
     summary: dict[str, Any]
     computed: int = 0
     skipped: int = 0
+    recomputed_inputs: int = 0
+    changed: list[str] = field(default_factory=list)
+    reused_failed: int = 0
 
 
 def resolve_device(device: str) -> str:
@@ -346,6 +354,7 @@ class _Unit:
     case: Case
     seed: int
     tracks: list[str]
+    inputs: dict[str, Any] = field(default_factory=dict)  # worldolympiad.inputs, recorded on every row
 
 
 @dataclass
@@ -408,7 +417,9 @@ class _Worker:
         except Exception as e:  # noqa: BLE001 - recorded per row
             msg = describe_error(e, f"model {self.env.spec.model!r}")
             for t in unit.tracks:
-                self.emit("row", failed_row(self.env.spec, case, seed, t, msg, self._version(t)).to_dict())
+                row = failed_row(self.env.spec, case, seed, t, msg, self._version(t))
+                row.inputs = unit.inputs
+                self.emit("row", row.to_dict())
             return
         ref_cache: dict[str, Video | None] = {}
 
@@ -424,6 +435,7 @@ class _Worker:
 
         for t in unit.tracks:
             row = self.run_track(t, video, case, seed, load_reference)
+            row.inputs = unit.inputs
             self.emit("row", row.to_dict())
 
     def publish_reference(self, case: Case, ref: Video | None) -> None:
@@ -769,7 +781,6 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     if config.retry_failed and any(r.get("status") == "failed" for r in previous):
         previous = [r for r in previous if r.get("status") != "failed"]
         results.rewrite(previous)
-    done = {(r["case_id"], int(r["seed"]), r["track"]) for r in previous}
 
     # Tracks: resolve classes once; a track that cannot load fails its rows, not the run.
     track_classes: dict[str, Any] = {}
@@ -792,6 +803,18 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     env = _Env(spec=spec, run_dir=run_dir, cache_dir=cache_dir, device=device, resume=config.resume,
                track_classes=track_classes, model_factory=model_factory, model_arg=model_arg,
                model_error=model_error, model_options=model_options)
+
+    # Inputs: fingerprint what every (case, seed) is computed from; rows whose inputs changed are
+    # dropped (with their stored video) and computed again.
+    current = _current_inputs(cases, spec.seeds, model_factory, model_arg, previous)
+    previous, stale, changed = _drop_stale_rows(previous, current)
+    if stale:
+        results.rewrite(previous)
+        for case_id, seed in sorted({(r["case_id"], int(r["seed"])) for r in stale}):
+            _forget_stored(run_dir, case_id, seed)
+    done = {(r["case_id"], int(r["seed"]), r["track"]) for r in previous}
+    failed_before = {(r["case_id"], int(r["seed"]), r["track"]) for r in previous if r.get("status") == "failed"}
+    reused_failed = 0
 
     computed = 0
     skipped = 0
@@ -816,18 +839,24 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
             for name in spec.tracks:
                 if (item.case_id, seed, name) in done:
                     skipped += 1
+                    reused_failed += (item.case_id, seed, name) in failed_before
                     continue
-                immediate.append(failed_row(spec, None, seed, name, item.error, _version_of(track_classes, name),
-                                            case_id=item.case_id, scenario=item.scenario))
+                row = failed_row(spec, None, seed, name, item.error, _version_of(track_classes, name),
+                                 case_id=item.case_id, scenario=item.scenario)
+                row.inputs = dict(BROKEN_CASE)
+                immediate.append(row)
     for case in cases:
         for seed in spec.seeds:
             pending = []
             for name in spec.tracks:
                 if (case.id, seed, name) in done:
                     skipped += 1
+                    reused_failed += (case.id, seed, name) in failed_before
                     continue
                 if name in track_errors:
-                    immediate.append(failed_row(spec, case, seed, name, track_errors[name], "unavailable"))
+                    row = failed_row(spec, case, seed, name, track_errors[name], "unavailable")
+                    row.inputs = current[(case.id, seed)]
+                    immediate.append(row)
                     continue
                 reason = _applicability(parent_tracks, track_classes, name, case)
                 if reason is not None:
@@ -835,11 +864,12 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
                                                  status="not_applicable", errors=[reason],
                                                  coverage={"reason": reason},
                                                  track_version=_version_of(track_classes, name),
-                                                 scenario=case.scenario, suite=case.suite))
+                                                 scenario=case.scenario, suite=case.suite,
+                                                 inputs=current[(case.id, seed)]))
                     continue
                 pending.append(name)
             if pending:
-                units.append(_Unit(len(units), case, seed, pending))
+                units.append(_Unit(len(units), case, seed, pending, inputs=current[(case.id, seed)]))
 
     total_rows = len(immediate) + sum(len(u.tracks) for u in units)
     from tqdm.auto import tqdm
@@ -880,7 +910,70 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     tmp = run_dir / (SUMMARY + ".tmp")
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(run_dir / SUMMARY)
-    return RunOutcome(run_dir=run_dir, rows=rows, summary=summary, computed=computed, skipped=skipped)
+    return RunOutcome(run_dir=run_dir, rows=rows, summary=summary, computed=computed, skipped=skipped,
+                      recomputed_inputs=len(stale), changed=changed, reused_failed=reused_failed)
+
+
+def _current_inputs(cases: Sequence[Case], seeds: Sequence[int], factory: Any, arg: str | None,
+                    previous: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """:func:`worldolympiad.inputs.case_inputs` of every planned (case, seed); files whose size and mtime
+    match an earlier row's record are not read again."""
+    from worldolympiad.inputs import case_inputs, model_input_files
+
+    known = known_stamps(previous)
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for case in cases:
+        for seed in seeds:
+            files = model_input_files(factory, arg, case, seed) if factory is not None else {}
+            inputs = case_inputs(case, files, known)
+            known.update({str(st["path"]): st for st in inputs.values() if st.get("path") and st.get("sha256")})
+            out[(case.id, seed)] = inputs
+    return out
+
+
+def _drop_stale_rows(previous: list[dict[str, Any]], current: Mapping[tuple[str, int], Mapping[str, Any]]
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """Split earlier rows into (kept, stale, one line per changed (case, seed)).
+
+    A row is stale when the inputs it records differ from the current ones. Rows written before inputs
+    were recorded are kept, except failed rows whose video was missing and now exists. (A case that could
+    not be loaded records that on its rows, so once it loads its rows are stale.)
+    """
+    kept: list[dict[str, Any]] = []
+    stale: list[dict[str, Any]] = []
+    changed: dict[tuple[str, int], list[str]] = {}
+    for r in previous:
+        key = (str(r.get("case_id")), int(r.get("seed", 0)))
+        now = current.get(key)
+        recorded = r.get("inputs")
+        labels: list[str] = []
+        if now is not None and isinstance(recorded, Mapping) and recorded:
+            labels = changed_inputs(recorded, now)
+        elif now is not None and r.get("status") == "failed":  # a row from before inputs were recorded
+            error = " ".join(str(e) for e in r.get("errors") or ())
+            video = now.get("model.video") or {"missing": True}
+            if "no video for case" in error and not video.get("missing"):
+                labels = ["model.video"]
+        if labels:
+            stale.append(r)
+            changed.setdefault(key, labels)
+        else:
+            kept.append(r)
+    lines = [f"{cid} s{seed}: {', '.join(labels)}" for (cid, seed), labels in sorted(changed.items())]
+    return kept, stale, lines
+
+
+def _forget_stored(run_dir: Path, case_id: str, seed: int) -> None:
+    """Remove what a (case, seed) left in the run directory (its stored video, timestamps, artifacts and
+    the published reference), so nothing computed from its old inputs is reused."""
+    import shutil
+
+    stem = f"{case_id}__s{seed}"
+    for p in (run_dir / VIDEOS).glob(f"{stem}.*"):
+        p.unlink(missing_ok=True)
+    (run_dir / VIDEOS / f"{stem}_chunk_timestamps.json").unlink(missing_ok=True)
+    (run_dir / REFERENCES / f"{case_id}.mp4").unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "work" / case_id / f"s{seed}", ignore_errors=True)
 
 
 def _picklable(obj: Any) -> bool:

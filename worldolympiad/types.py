@@ -407,6 +407,10 @@ class TrackResult:
     track_version: str = "1"
     scenario: str = ""
     suite: str = ""
+    # what the row was computed from (worldolympiad.inputs: per-file fingerprints), so a changed
+    # input recomputes it; and input checks (4:2:0, lossy, size, length, fps) that weaken its evidence
+    inputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -434,6 +438,8 @@ class TrackResult:
             "artifacts": dict(self.artifacts),
             "timings": {k: round(float(v), 6) for k, v in self.timings.items()},
             "errors": list(self.errors),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
+            **({"inputs": _jsonable(self.inputs)} if self.inputs else {}),
         }
 
     @classmethod
@@ -453,6 +459,8 @@ class TrackResult:
             track_version=str(d.get("track_version", "1")),
             scenario=d.get("scenario", ""),
             suite=d.get("suite", ""),
+            inputs=dict(d.get("inputs") or {}),
+            warnings=list(d.get("warnings") or ()),
         )
 
 

@@ -318,12 +318,18 @@ def test_retry_failed_recomputes_only_failed_rows(videos_suite, tmp_path):
     cfg = EvalConfig(out=tmp_path / "o", progress=False)
     first = evaluate(spec, cfg)
     assert {r.case_id: r.status for r in first.rows} == {"case0": "ok", "case1": "ok", "case2": "failed"}
-    (tmp_path / "case2.mp4").rename(vids / "case2.mp4")
-    assert evaluate(spec, cfg).computed == 0  # failed rows count as finished on a plain resume
+    again = evaluate(spec, cfg)
+    assert again.computed == 0 and again.reused_failed == 1  # failed rows count as finished on a plain resume
     retried = evaluate(spec, EvalConfig(out=tmp_path / "o", progress=False, retry_failed=True))
     assert retried.computed == 1 and retried.skipped == 2
-    assert sorted((r.case_id, r.status) for r in retried.rows) == [("case0", "ok"), ("case1", "ok"), ("case2", "ok")]
+    assert sorted((r.case_id, r.status) for r in retried.rows) == [("case0", "ok"), ("case1", "ok"), ("case2", "failed")]
     assert len(_rows(retried.run_dir)) == 3
+    # the missing input appears: a plain resume recomputes that row (issue 58), no --retry-failed needed
+    (tmp_path / "case2.mp4").rename(vids / "case2.mp4")
+    fixed = evaluate(spec, cfg)
+    assert fixed.computed == 1 and fixed.recomputed_inputs == 1 and fixed.reused_failed == 0
+    assert sorted((r.case_id, r.status) for r in fixed.rows) == [("case0", "ok"), ("case1", "ok"), ("case2", "ok")]
+    assert len(_rows(fixed.run_dir)) == 3
 
 
 def test_references_used_by_tracks_are_published_next_to_the_videos(tmp_path):

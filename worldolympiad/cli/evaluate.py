@@ -181,9 +181,23 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
         print()
         print(errors)
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
+    for line in _resume_notes(outcome):
+        print(line)
     if args.report:
         _write_report(outcome.run_dir)
     return spec, outcome
+
+
+def _resume_notes(outcome: RunOutcome, examples: int = 5) -> list[str]:
+    """What a rerun did differently: rows recomputed because their inputs changed, failed rows reused."""
+    lines = []
+    if outcome.recomputed_inputs:
+        shown = "; ".join(outcome.changed[:examples]) + ("; ..." if len(outcome.changed) > examples else "")
+        lines.append(f"{outcome.recomputed_inputs} row(s) recomputed because their inputs changed ({shown})")
+    if outcome.reused_failed:
+        lines.append(f"{outcome.reused_failed} failed row(s) reused from an earlier run of this command; "
+                     "once their cause is fixed, add --retry-failed to compute them again")
+    return lines
 
 
 def _run_baselines(args: argparse.Namespace, plan: _Plan) -> tuple[list[tuple[RunSpec, RunOutcome]], list[str]]:

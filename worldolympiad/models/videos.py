@@ -61,6 +61,17 @@ class VideosModel(WorldModel):
             raise ModelError(f"videos:{arg}: folder {self.root} not found; pass the folder holding "
                              "<case_id>.mp4 files (or the public <domain>/<case_id>/ layout)")
 
+    @classmethod
+    def input_files(cls, arg: str | None, case: Case, seed: int = 0) -> dict[str, Path | None]:
+        """The files this model reads for ``case`` and ``seed`` (fingerprinted on every row, so a replaced
+        video recomputes its rows): ``video`` (``None`` when there is none yet) and ``chunk_timestamps``."""
+        root, _, prefix = (arg or "").partition("#")
+        try:
+            video, ts = find_video(Path(root).expanduser(), prefix or None, case, seed)
+        except ModelError:
+            return {"video": None}
+        return {"video": video, "chunk_timestamps": ts} if ts is not None else {"video": video}
+
     # ------------------------------------------------------------------ lookup
     def find(self, case: Case, seed: int = 0) -> tuple[Path, Path | None]:
         """Path of ``case``'s video for ``seed`` and of its chunk-timestamps file (or ``None``).
@@ -68,31 +79,7 @@ class VideosModel(WorldModel):
         Raises:
             ModelError: no file, or several candidate models (names the fix).
         """
-        for name in (f"{case.id}__s{seed}", case.id):
-            for ext in VIDEO_EXTS:
-                p = self.root / f"{name}{ext}"
-                if p.is_file():
-                    return p, _timestamps_for(p)
-        folders = [self.root / d / case.id for d in PUBLIC_DOMAINS] + [self.root / case.id]
-        for folder in folders:
-            if not folder.is_dir():
-                continue
-            if self.prefix:
-                p = folder / f"{self.prefix}_gen_{case.id}.mp4"
-                if p.is_file():
-                    return p, _timestamps_for(p)
-                continue
-            found = sorted(folder.glob(f"*_gen_{case.id}.mp4"))
-            if len(found) == 1:
-                return found[0], _timestamps_for(found[0])
-            if len(found) > 1:
-                prefixes = [f.name[: -len(f"_gen_{case.id}.mp4")] for f in found]
-                raise ModelError(f"{folder}: holds videos of several models ({', '.join(prefixes)}); "
-                                 f"pick one with --model videos:{self.root}#PREFIX")
-        expected = f"{self.root}/{case.id}.mp4 (or {case.id}__s{seed}.mp4, .webm/.avi/.mkv/.gif/.npz)"
-        if self.prefix:
-            expected += f" or {self.root}/<domain>/{case.id}/{self.prefix}_gen_{case.id}.mp4"
-        raise ModelError(f"no video for case {case.id!r}: expected {expected}; generate it or fix the folder")
+        return find_video(self.root, self.prefix, case, seed)
 
     def generate(self, case: Case, seed: int = 0) -> Video:
         from worldolympiad.video.io import read_chunk_timestamps, read_video
@@ -128,6 +115,39 @@ class VideosModel(WorldModel):
             video.metadata["frame_count_mismatch"] = {"case": case.num_frames, "video": video.num_frames}
             logger.info("%s: %d frames, case %s expects %d", path, video.num_frames, case.id, case.num_frames)
         return video
+
+
+def find_video(root: Path, prefix: str | None, case: Case, seed: int = 0) -> tuple[Path, Path | None]:
+    """Path of ``case``'s video for ``seed`` under ``root`` and of its chunk-timestamps file (or ``None``).
+
+    Raises:
+        ModelError: no file, or several candidate models (names the fix).
+    """
+    for name in (f"{case.id}__s{seed}", case.id):
+        for ext in VIDEO_EXTS:
+            p = root / f"{name}{ext}"
+            if p.is_file():
+                return p, _timestamps_for(p)
+    folders = [root / d / case.id for d in PUBLIC_DOMAINS] + [root / case.id]
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        if prefix:
+            p = folder / f"{prefix}_gen_{case.id}.mp4"
+            if p.is_file():
+                return p, _timestamps_for(p)
+            continue
+        found = sorted(folder.glob(f"*_gen_{case.id}.mp4"))
+        if len(found) == 1:
+            return found[0], _timestamps_for(found[0])
+        if len(found) > 1:
+            prefixes = [f.name[: -len(f"_gen_{case.id}.mp4")] for f in found]
+            raise ModelError(f"{folder}: holds videos of several models ({', '.join(prefixes)}); "
+                             f"pick one with --model videos:{root}#PREFIX")
+    expected = f"{root}/{case.id}.mp4 (or {case.id}__s{seed}.mp4, .webm/.avi/.mkv/.gif/.npz)"
+    if prefix:
+        expected += f" or {root}/<domain>/{case.id}/{prefix}_gen_{case.id}.mp4"
+    raise ModelError(f"no video for case {case.id!r}: expected {expected}; generate it or fix the folder")
 
 
 def _timestamps_for(video_path: Path) -> Path | None:
