@@ -227,7 +227,15 @@ def render_suite(suite: str, out: str | Path, *, limit: int | None = None, only:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``worldolympiad scenarios render SUITE OUT [--limit N] [--only ID,...] [--workers N]``."""
     ap = argparse.ArgumentParser(prog="worldolympiad scenarios render",
-                                 description="Render a suite's reference videos, case files and ground truth into OUT.")
+                                 description="Render a suite's reference videos, case files and ground truth into OUT.",
+                                 epilog="examples:\n"
+                                        "  worldolympiad scenarios render smoke out/smoke              # 20 cases + suite.json\n"
+                                        "  worldolympiad scenarios render smoke out/smoke --limit 2 --playable\n"
+                                        "  worldolympiad scenarios render smoke out/maze --only smoke-gaming-maze\n"
+                                        "  worldolympiad scenarios render standard out/std --workers 2\n"
+                                        "  evaluate-model --model videos:gen/ --suite out/smoke/suite.json   "
+                                        "# score your model's videos of them\n",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("suite", help="suite name (smoke, gaming, robotics, realworld, physics, standard) or a folder of "
                                   "<family>.yaml fragments")
     ap.add_argument("out", help="output folder (created)")

@@ -41,6 +41,43 @@ examples:
   worldolympiad lvbench --help
 """
 
+# Each subcommand's --help ends with examples (tests/worldolympiad/test_cli_help.py runs the cheap ones
+# from the repository root, so paths here are real: docs/examples/ holds the example files).
+LS_EPILOG = """\
+examples:
+  worldolympiad ls models        # model SPEC prefixes (reference, videos:DIR, inferix:NAME, py:..., ...)
+  worldolympiad ls suites        # suites with case counts
+  worldolympiad ls metrics       # every track's metrics, bounds and weights
+  worldolympiad ls rules         # the physical rules a case's physics.rules may name
+"""
+VALIDATE_EPILOG = """\
+examples:
+  worldolympiad validate docs/examples/case.json     # one case file
+  worldolympiad validate docs/examples/suite.json    # a suite: every case, duplicate ids
+  worldolympiad validate smoke                       # a registered suite
+  worldolympiad validate docs/examples/suite.json --videos gen/   # + warnings on gen/<case_id>.mp4
+file formats: docs/formats.md
+"""
+SCORE_EPILOG = """\
+examples:
+  worldolympiad score gen/ball_drop_01.mp4 --case docs/examples/case.json
+  worldolympiad score gen/ball_drop_01.mp4 --case docs/examples/case.json --tracks physics,longvideo --json -
+  worldolympiad score gen/x.mp4 --case x.json --reference ref.mp4 --judge openai:http://localhost:8000/v1#Qwen2.5-VL-7B
+"""
+IMPORT_EPILOG = """\
+examples:
+  worldolympiad import outputs_batch --layout worldolympiad-damo --out wo.json   # DAMO layout: general/gaming/embodied
+  evaluate-model --model videos:outputs_batch#cosmos --suite wo.json             # then score a model's videos
+  worldolympiad import LVBench/ --layout lvbench --out lv.json
+layouts: docs/formats.md
+"""
+GENERATE_EPILOG = """\
+examples:
+  worldolympiad generate smoke --model inferix:reference-world --out gen/ --device cuda
+  worldolympiad generate docs/examples/suite.json --model inferix:tiny --out gen/ --limit 1
+  evaluate-model --model videos:gen/ --suite smoke          # score the folder later, anywhere
+"""
+
 # command → ("module:function", package that provides it, how argv is cut)
 DISPATCH: dict[str, tuple[str, str]] = {
     "report": ("leaderboard.report:main", "leaderboard"),
@@ -444,15 +481,18 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    ls = sub.add_parser("ls", help="list models, tracks, metrics, suites, rules, judges, generators, perturbations")
+    ls = sub.add_parser("ls", help="list models, tracks, metrics, suites, rules, judges, generators, perturbations",
+                        epilog=LS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ls.add_argument("kind", choices=LS_KINDS)
-    v = sub.add_parser("validate", help="check a case or suite file; every problem with its JSON path")
+    v = sub.add_parser("validate", help="check a case or suite file; every problem with its JSON path",
+                       epilog=VALIDATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("target", metavar="CASE_OR_SUITE")
     v.add_argument("--videos", metavar="DIR[#PREFIX]",
                    help="also check the videos a `--model videos:DIR` run would score: warns (exit code unchanged) "
                         "about 4:2:0 chroma, lossy coding, another size or fps than the case, fewer frames, "
                         "missing files; each warning says what it costs and how to fix it")
-    s = sub.add_parser("score", help="score one video file of one case")
+    s = sub.add_parser("score", help="score one video file of one case", epilog=SCORE_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("video", metavar="VIDEO")
     s.add_argument("--case", required=True, help="case JSON file")
     s.add_argument("--reference", help="reference video (overrides the case's)")
@@ -464,7 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--work-dir", help="folder for artifacts (default: a temp folder)")
     s.add_argument("--json", metavar="FILE", help="write the track results as JSON to FILE and print only the "
                    "table; '-' prints only the JSON (for jq). Default: the table, then the JSON")
-    im = sub.add_parser("import", help="convert a public data layout into a suite file")
+    im = sub.add_parser("import", help="convert a public data layout into a suite file", epilog=IMPORT_EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     im.add_argument("root", metavar="ROOT")
     im.add_argument("--layout", required=True, choices=["worldolympiad-damo", "lvbench"])
     im.add_argument("--out", help="suite JSON to write (default: ROOT/suite.json)")
@@ -474,7 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate a suite's videos with a model without scoring them, e.g. on a GPU machine; "
                     "score the folder anywhere with `evaluate-model --model videos:OUT --suite SUITE`. "
                     "Existing files are kept (a stopped run resumes); OUT/generate.json lists each case's "
-                    "status, seconds and error.")
+                    "status, seconds and error.",
+        epilog=GENERATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("suite", metavar="SUITE", help="suite name or suite/case JSON file (e.g. a rendered suite.json)")
     g.add_argument("--model", default="inferix:reference-world", help="model SPEC (default: inferix:reference-world)")
     g.add_argument("--out", required=True, help="folder for <case_id>__s<seed>.<format> files")
