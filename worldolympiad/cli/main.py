@@ -45,7 +45,7 @@ examples:
 # from the repository root, so paths here are real: docs/examples/ holds the example files).
 LS_EPILOG = """\
 examples:
-  worldolympiad ls models        # model SPEC prefixes (reference, videos:DIR, inferix:NAME, py:..., ...)
+  worldolympiad ls models        # model SPEC prefixes (reference, videos:DIR, inferix:NAME, ...)
   worldolympiad ls suites        # suites with case counts
   worldolympiad ls metrics       # every track's metrics, bounds and weights
   worldolympiad ls rules         # the physical rules a case's physics.rules may name
