@@ -118,6 +118,7 @@ class Dissolving(ProceduralGenerator):
     """A coloured crystal dissolves in a glass of water (and may saturate it)."""
 
     name: ClassVar[str] = "material.dissolving"
+    version: ClassVar[str] = "3"  # 3: the tint follows the concentration to the end (no clip)
     rules: ClassVar[tuple[str, ...]] = ("solubility",)
     objects = (("crystal", (30, 90, 200)), ("solution", (150, 190, 235)))
     roles = {"crystal": "subject", "solution": "product"}
@@ -148,7 +149,9 @@ class Dissolving(ProceduralGenerator):
     def draw(self, q: dict[str, Any], k: int, c: Canvas, rng: np.random.Generator) -> None:
         x0, x1, y0, y1 = 0.3, 0.7, 0.25, 0.88
         c.rect(x0 - 0.02, y0, x1 + 0.02, y1 + 0.02, (215, 225, 232))  # glass
-        tint = min(1.0, q["concentration"][k] / 0.6)
+        # Beer-Lambert tint proportional to the concentration (1 = the whole crystal dissolved);
+        # version 2 clipped it at 60 %, so the water stopped deepening while the crystal shrank.
+        tint = min(1.0, q["concentration"][k])
         col = tuple(int(round(a * (1 - tint) + b * tint)) for a, b in zip((225, 235, 245), (70, 120, 215), strict=True))
         c.rect(x0, y0 + 0.1, x1, y1, col, oid=2)
         m = q["solid_mass"][k]

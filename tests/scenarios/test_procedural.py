@@ -123,6 +123,17 @@ def test_dissolving_stops_at_the_solubility_limit(amount):
     assert (crystal[-1] > 0) == (amount > 1.0)
 
 
+def test_dissolving_water_deepens_while_the_crystal_still_dissolves():
+    """Version 2 clipped the tint at 60 % dissolved: the water stopped deepening while the
+    crystal went on shrinking, which no check could read as dissolving."""
+    case, r = _render(P.DISSOLVING, amount=0.6, rate=3.0)
+    m = np.asarray(r.states["solid_mass"])
+    water = r.video.frames[:, 30, 21].astype(float)  # inside the glass, above and beside the crystal
+    late = np.flatnonzero(m < 0.4)  # past 60 % dissolved
+    assert len(late) >= 2 and m[late[0]] - m[late[-1]] > 0.05
+    assert water[late[-1]].sum() < water[late[0]].sum() - 5  # still darkening toward the blue
+
+
 def test_hardness_rigid_keeps_shape_and_clay_conserves_area():
     case, r = _render(P.HARDNESS, resolution=[96, 96])
     steel, clay = _areas(r, "steel_block"), _areas(r, "clay_block")

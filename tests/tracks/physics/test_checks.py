@@ -130,6 +130,38 @@ def test_an_area_that_grows_and_shrinks_back_is_not_mixing():
     assert r.status == "fail" and "nothing mixes" in r.reason, r
 
 
+#: what a dissolving case declares: the crystal (the solute) and the tinted water.
+SOLUBILITY_OBJECTS = [{"name": "crystal", "color": [30, 90, 200], "role": "subject"},
+                      {"name": "solution", "color": [150, 190, 235], "role": "product"}]
+
+
+def _dissolving_scene(T=16, H=32, W=32, tint_until=1.0):
+    """A well-mixed glass: the whole glass tints from the first frames on (the tinted *area*
+    never grows after that, only its depth), while the crystal at the bottom shrinks."""
+    frames = np.empty((T, H, W, 3), np.uint8)
+    frames[:] = (200, 180, 150)  # table / wall
+    for t in range(T):
+        tint = min(t / (T - 1), tint_until)
+        frames[t, 4:30, 6:26] = np.round(np.multiply((225, 235, 245), 1 - tint) + np.multiply((70, 120, 215), tint))
+        side = int(round(10 * (1 - 0.9 * t / (T - 1))))
+        frames[t, 30 - side:30, 16 - side // 2:16 - side // 2 + side] = (30, 90, 200)
+    return frames
+
+
+def test_solubility_reads_a_deepening_tint_not_a_spreading_area():
+    """smoke-material-dissolving scored 0 on every model, its own reference included: the glass
+    tints at once, so the tinted area never 'spreads' the way a dye drop does."""
+    clean = _dissolving_scene()
+    r = run_check("mixing", CheckInput([], clean, 8.0, "solubility", objects=SOLUBILITY_OBJECTS))
+    assert r.status == "pass" and r.measured["tint_gain"] > 20, r
+    cleared = run_check("mixing", CheckInput([], clean[::-1].copy(), 8.0, "solubility", objects=SOLUBILITY_OBJECTS))
+    assert cleared.status == "fail" and cleared.score == 0.0, cleared  # played backwards: the water clears
+    still = run_check("mixing", CheckInput([], np.repeat(clean[:1], 16, 0), 8.0, "solubility", objects=SOLUBILITY_OBJECTS))
+    assert still.status == "fail" and still.score == 0.0, still
+    # the colour-mixing reading of the same video is unchanged: a tint is not a spreading dye
+    assert run_check("mixing", CheckInput([], clean, 8.0, "color_mixing", objects=SOLUBILITY_OBJECTS)).status == "fail"
+
+
 def test_moving_rigid_ball_is_not_mixing(ball):
     r = run_check("mixing", CheckInput([], ball.frames, 24.0, "color_mixing"))
     assert r.status == "fail" and "nothing mixes" in r.reason, r

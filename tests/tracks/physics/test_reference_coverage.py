@@ -144,10 +144,9 @@ def test_mechanics_cases_declare_only_the_rules_their_clip_shows(case_id, genera
 
 
 #: declared rules the model-free checks cannot yet verify on the smoke reference with no reference
-#: to compare against (physics v3 judges the video alone), an open problem in NOTES.md: the
-#: solution the crystal tints takes the crystal's own colour at 64 px, so neither the shrinking
-#: crystal nor the spreading tint can be told apart.
-KNOWN_UNVERIFIED = {("smoke-material-dissolving", "solubility")}
+#: to compare against (physics v3 judges the video alone); empty since mixing v4 reads
+#: solubility as a deepening tint.
+KNOWN_UNVERIFIED: set[tuple[str, str]] = set()
 
 
 def test_every_rule_a_smoke_case_declares_passes_on_its_own_reference(tmp_path):

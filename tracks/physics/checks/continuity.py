@@ -11,6 +11,12 @@ jump — unless the body's area changes by more than half across it (a different
 a moved body: a teleport moves a body without changing it). A jump of an object at rest, or one far larger than its speed, is a teleport; a fast
 but smooth fall, a bounce or a landing is not.
 
+A body the rule consumes (``shrinks: true``: burning fuel, melting ice) has one path, its main
+track (the one seen longest, ties to the earliest); the pieces it sheds (charred fragments,
+broken-off chunks) come and go as new tracks and may be linked to one another across the
+frame, which is no teleport of the body. Rigid objects keep every track (two presses are two
+paths).
+
 Score = exp(-excess / 0.05) (excess in frame heights).
 """
 
@@ -27,7 +33,7 @@ from tracks.physics.checks import (
     rule_dimension,
 )
 
-VERSION = "2"
+VERSION = "3"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
@@ -77,6 +83,14 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None) -> 
     return worst, where
 
 
+def _main_track(tracks: list, name: str) -> int | None:
+    """Id of ``name``'s main track: seen in the most frames, ties to the earliest first sighting."""
+    mine = [tr for tr in tracks if tr.name == name and tr.visible.any()]
+    if not mine:
+        return None
+    return int(min(mine, key=lambda tr: (-int(tr.visible.sum()), tr.first, tr.id)).id)
+
+
 def run(inp: CheckInput) -> CheckResult:
     names = followed(inp)
     if rule_dimension(inp.rule) in ("thermal", "material"):
@@ -86,12 +100,16 @@ def run(inp: CheckInput) -> CheckResult:
         names = [n for n in names if n in coherent]
     if not names:
         return not_applicable(NAME, "no object was followed (no named object, no object seen in half the frames)")
+    consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
+    main = {n: _main_track(inp.tracks, n) for n in consumed}
     worst, per = 0.0, {}
     # Per track, not per name: an object of two bodies (two presses, two dye drops) is two paths.
     for tr in inp.tracks:
         n = tr.name or f"#{tr.id}"
         if n not in names or int((tr.visible & ~tr.touching).sum()) < 3:
             continue
+        if n in main and tr.id != main[n]:
+            continue  # a piece the consumed body shed, not the body
         # A partly hidden body's centroid is biased (behind an occluder, cut by the border):
         # only whole sightings make a path.
         whole = tr.visible & ~tr.touching

@@ -10,6 +10,14 @@ objects' first-frame colours (relative to their separation); such a video played
 (un-mixing) cannot be told apart, with a declared mixture it can. A video in which nothing
 mixes fails: the rule applies.
 
+Solubility is read as a *tint*, not a spread: a dissolving solute colours the whole solvent at
+once (a stirred or well-mixed glass), so the tinted area jumps to the glass in a frame or two
+and then holds still while the tint deepens. The solvent region is every pixel the video
+changed between its first and last frame that did not show the solute in the first frame; its
+mean colour must move toward the solute's colour (``role: subject``, else the declared mixture)
+by at least :data:`MIN_TINT` Lab units, and monotonically. A video played backwards (the water
+clearing) moves away from the solute and fails; a still one does not move and fails.
+
 Score = monotone share · exp(-distance / 0.3).
 """
 
@@ -20,7 +28,7 @@ import numpy as np
 from tracks.physics.checks import CheckInput, CheckResult, monotone_fraction
 from tracks.physics.segmentation import rgb_to_lab
 
-VERSION = "3"
+VERSION = "4"
 NAME = "mixing"
 #: share of the spread's variation that must be growth.
 MONOTONE = 0.8
@@ -120,7 +128,66 @@ def declared_mixture(inp: CheckInput) -> tuple[np.ndarray | None, str | None]:
     return rgb_to_lab(c)[0, 0], str(pick["name"])
 
 
+#: Lab units the solvent's mean colour must move toward the solute for a tint to count (codec
+#: noise on a region's mean is < 2; a clear-to-pale tint is ~ 20).
+MIN_TINT = 8.0
+
+
+def _solute_colour(inp: CheckInput) -> tuple[np.ndarray | None, str | None]:
+    """Lab colour and name of the dissolving solid (``role: subject``), else of the mixture."""
+    objs = [o for o in inp.objects if o.get("color") is not None and o.get("name") and not o.get("learned")]
+    pick = next((o for o in objs if o.get("role") == "subject"), None)
+    if pick is None:
+        return declared_mixture(inp)
+    return rgb_to_lab(np.asarray(pick["color"], np.uint8).reshape(1, 1, 3))[0, 0], str(pick["name"])
+
+
+def tint_progress(frames: np.ndarray, solute: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """Per-frame progress ``[T]`` (Lab units) of the solvent's mean colour toward ``solute``, the
+    total distance from the first frame's solvent colour to the solute, and the region's size.
+
+    The solvent region: pixels changed between the first and last frame (Lab > 15) that were
+    not solute-coloured in the first frame (nearer the solute than 15 units); those are where
+    the solid was and dissolved away, not solvent taking its colour."""
+    lab = rgb_to_lab(frames)
+    changed = np.linalg.norm(lab[-1] - lab[0], axis=-1) > 15.0
+    region = changed & (np.linalg.norm(lab[0] - solute, axis=-1) > 15.0)
+    n = int(region.sum())
+    if n == 0:
+        return np.zeros(len(frames)), 0.0, 0
+    mean = lab[:, region].mean(axis=1)  # [T, 3]
+    axis = solute - mean[0]
+    total = float(np.linalg.norm(axis))
+    if total < 1e-6:
+        return np.zeros(len(frames)), 0.0, n
+    return (mean - mean[0]) @ (axis / total), total, n
+
+
+def _run_tint(inp: CheckInput) -> CheckResult | None:
+    """Solubility: the solvent's tint deepens toward the solute (module docstring)."""
+    solute, name = _solute_colour(inp)
+    if solute is None:
+        return None
+    p, total, n = tint_progress(inp.frames, solute)
+    mono = monotone_fraction(p, +1)
+    gain = float(p[-1] - p[0])
+    measured: dict = {"tint_gain": gain, "monotone": mono, "solute": name, "solvent_pixels": n,
+                      "solvent_to_solute": total}
+    if n == 0 or gain < MIN_TINT:
+        score = 0.5 * float(np.clip(mono * max(gain, 0.0) / MIN_TINT, 0, 1))
+        return CheckResult(NAME, "fail", score, measured,
+                           f"the liquid does not take the {name}'s colour (tint moved {gain:.1f} Lab units "
+                           f"toward it, needs {MIN_TINT:.0f})")
+    ok = mono >= MONOTONE
+    return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(mono, 0, 1)), measured,
+                       "" if ok else f"the tint does not deepen steadily (monotone {mono:.2f} < {MONOTONE})")
+
+
 def run(inp: CheckInput) -> CheckResult:
+    if inp.rule == "solubility":
+        tinted = _run_tint(inp)
+        if tinted is not None:
+            return tinted
     # The mixture's colour comes from the case when it names the mixture, so a video that
     # un-mixes shows the mixture shrinking; otherwise from what the video's last frame changed.
     mix, mix_name = declared_mixture(inp)
