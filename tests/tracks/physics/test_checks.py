@@ -259,3 +259,40 @@ def test_a_rigid_body_that_tumbles_keeps_its_shape():
     assert spun.status == "pass", spun
     stretched = run_check("rigidity", bar(1.0))
     assert stretched.status == "fail", stretched
+
+
+def _track(tid, name, centroids, area=100.0):
+    """An ObjectTrack seen where ``centroids`` (``[T, 2]``, nan rows unseen) is finite."""
+    from tracks.physics.tracking import ObjectTrack
+
+    cen = np.asarray(centroids, float)
+    seen = ~np.isnan(cen[:, 0])
+    T = len(cen)
+    return ObjectTrack(id=tid, name=name, centroid=cen, area=np.where(seen, area, np.nan),
+                       bbox=np.where(seen[:, None], np.c_[cen - 3, cen + 3], np.nan),
+                       color=np.full((T, 3), 120.0), state=["visible" if v else "missing" for v in seen],
+                       touching=np.zeros(T, bool), frame_size=(64, 64))
+
+
+def test_a_consumed_body_is_judged_on_its_main_track_not_on_the_pieces_it_sheds():
+    """standard-material-combustion-0: the tracker linked two charred fragments of the burning
+    log across the frame (a 0.16 frame-height jump) and the reference scored 0.021."""
+    T = 24
+    log = np.tile([32.0, 40.0], (T, 1))
+    piece = np.full((T, 2), np.nan)
+    piece[10:15], piece[15:20] = [20.0, 44.0], [50.0, 44.0]  # one "track" over two fragments
+    objects = [{"name": "wood", "color": [120, 80, 40], "role": "subject", "shrinks": True}]
+    frames = np.zeros((T, 64, 64, 3), np.uint8)
+    ok = run_check("continuity", CheckInput([_track(1, "wood", log), _track(2, "wood", piece, 30.0)], frames, 12.0,
+                                            "combustibility", objects=objects))
+    assert ok.status == "pass", ok
+    jumped = log.copy()
+    jumped[12:] += [0.0, 12.0]  # the log itself teleports
+    bad = run_check("continuity", CheckInput([_track(1, "wood", jumped), _track(2, "wood", piece, 30.0)], frames, 12.0,
+                                             "combustibility", objects=objects))
+    assert bad.status == "fail", bad
+    # a rigid object keeps every track: two presses are two paths, each judged
+    rigid = [{"name": "wood", "color": [120, 80, 40], "role": "subject", "rigid": True}]
+    both = run_check("continuity", CheckInput([_track(1, "wood", log), _track(2, "wood", piece, 30.0)], frames, 12.0,
+                                              "combustibility", objects=rigid))
+    assert both.status == "fail", both
