@@ -558,6 +558,7 @@ def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str]
     for suite, seeds in suites.items():
         rows: dict[str, dict[tuple[str, str, int], float | None]] = {}
         means: dict[str, dict[str, float | None]] = {}
+        why: dict[tuple[str, str, int], str] = {}
         for model in models:
             argv = ["--model", model, "--suite", suite, "--seeds", ",".join(map(str, seeds)), "--out", str(out / "runs"),
                     "--no-progress", "--no-report", "--no-baselines", "--device", "cpu"]
@@ -575,15 +576,34 @@ def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str]
             for line in (run_dir / "results.jsonl").read_text().splitlines():
                 r = json.loads(line)
                 if r["status"] != "not_applicable":
-                    rows[model][(r["track"], r["case_id"], int(r["seed"]))] = r["score"] if r["status"] == "ok" else None
+                    key = (r["track"], r["case_id"], int(r["seed"]))
+                    rows[model][key] = r["score"] if r["status"] == "ok" else None
+                    reason = cannot_tell(r)
+                    if reason:
+                        why[key] = reason
             print(f"  {model} on {suite}: {time.perf_counter() - t0:.0f} s", flush=True)
-        result["suites"][suite] = {"seeds": seeds, "means": means, "tracks": baseline_verdicts(rows, models)}
+        result["suites"][suite] = {"seeds": seeds, "means": means, "tracks": baseline_verdicts(rows, models, why)}
     return result
 
 
-def baseline_verdicts(rows: dict[str, dict[tuple[str, str, int], float | None]], models: Sequence[str]) -> dict[str, Any]:
+def cannot_tell(row: dict[str, Any]) -> str | None:
+    """Why a track cannot tell a still video from the reference on this row, from the row's own
+    evidence (``None`` when it can): the long-video motion gate demands nothing when the reference
+    itself does not move (a stable stack), so a still video is not penalised there."""
+    for m in row.get("metrics") or []:
+        d = m.get("details") or {}
+        if m.get("name") == "dynamic_degree" and d.get("demand") == "reference_still":
+            return f"the reference itself is still (dynamic degree {d.get('reference_dynamic_degree', 0):.3f}): {d.get('why', '')}"
+    return None
+
+
+def baseline_verdicts(rows: dict[str, dict[tuple[str, str, int], float | None]], models: Sequence[str],
+                      why: dict[tuple[str, str, int], str] | None = None) -> dict[str, Any]:
     """Per track: the mean of each model over the (case, seed) rows all models have, and for each weak model
-    whether ``models[0]`` is above it on that mean and on how many of the rows (ties fail)."""
+    whether ``models[0]`` is above it on that mean and on how many of the rows (ties fail). A failing row
+    the track says it cannot decide (``why``, from :func:`cannot_tell`) is listed with that reason and
+    counted in ``explained``."""
+    why = why or {}
     top, weak = models[0], list(models[1:])
     out: dict[str, Any] = {}
     tracks = sorted({k[0] for m in rows.values() for k in m})
@@ -597,8 +617,11 @@ def baseline_verdicts(rows: dict[str, dict[tuple[str, str, int], float | None]],
         entry: dict[str, Any] = {"rows": len(keys), "mean": mean}
         for m in weak:
             wins = [k for k in keys if rows[top][k] > rows[m][k]]  # type: ignore[operator]
+            lost = [k for k in keys if k not in wins]
             entry[m] = {"mean_ok": mean[top] > mean[m], "cases_ok": len(wins),
-                        "failing": [f"{k[1]}@s{k[2]}: {rows[top][k]:.3f} vs {rows[m][k]:.3f}" for k in keys if k not in wins]}
+                        "explained": sum(k in why for k in lost),
+                        "failing": [f"{k[1]}@s{k[2]}: {rows[top][k]:.3f} vs {rows[m][k]:.3f}"
+                                    + (f" — cannot tell apart: {why[k]}" if k in why else "") for k in lost]}
         out[t] = entry
     return out
 
@@ -619,7 +642,8 @@ def write_baselines_report(out: Path, record: dict[str, Any]) -> Path:
                 lines.append(f"| {t} | 0 | " + " | ".join("—" for _ in models) + " | " + " | ".join("—" for _ in models[1:]) + " |")
                 continue
             cells = [f"{e['mean'][m]:.3f}" for m in models]
-            verdicts = [f"{'yes' if e[m]['mean_ok'] else 'NO'} / {e[m]['cases_ok']} of {e['rows']}" for m in models[1:]]
+            verdicts = [f"{'yes' if e[m]['mean_ok'] else 'NO'} / {e[m]['cases_ok']} of {e['rows']}"
+                        + (f" (+{e[m]['explained']} it cannot tell)" if e[m].get("explained") else "") for m in models[1:]]
             lines.append(f"| {t} | {e['rows']} | " + " | ".join(cells) + " | " + " | ".join(verdicts) + " |")
         fails = [(t, m, f) for t, e in s["tracks"].items() if e.get("rows") for m in models[1:] for f in e[m]["failing"]]
         if fails:

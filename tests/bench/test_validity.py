@@ -79,6 +79,21 @@ def test_baseline_verdicts_per_track_mean_and_rows(validity):
     assert not v2["repeat-first-frame"]["mean_ok"] and v2["repeat-first-frame"]["failing"] == ["c2@s0: 0.400 vs 0.500"]
 
 
+def test_a_row_the_track_cannot_decide_is_listed_with_its_reason(validity):
+    """standard-mechanics-stacking-0: a stable stack barely moves, so long video's motion gate demands
+    nothing and the still video scores 0.872 against the reference's 0.833; the report says why."""
+    still = {"metrics": [{"name": "dynamic_degree", "details": {
+        "demand": "reference_still", "reference_dynamic_degree": 0.0, "why": "the reference itself shows no motion"}}]}
+    moving = {"metrics": [{"name": "dynamic_degree", "details": {"demand": "reference", "reference_dynamic_degree": 0.3}}]}
+    assert validity.cannot_tell(moving) is None and validity.cannot_tell({"metrics": None}) is None
+    reason = validity.cannot_tell(still)
+    assert reason and "reference itself is still" in reason
+    key = ("longvideo", "stack", 0)
+    v = validity.baseline_verdicts({"reference": {key: 0.833}, "repeat-first-frame": {key: 0.872}},
+                                   ["reference", "repeat-first-frame"], {key: reason})["longvideo"]["repeat-first-frame"]
+    assert v["cases_ok"] == 0 and v["explained"] == 1 and "cannot tell apart" in v["failing"][0]
+
+
 def test_quick_run_end_to_end_scores_every_encoding_and_resumes(validity, tmp_path, monkeypatch):
     """Two tiny held-out cases, one defect per track; the interaction and long-video tracks only (physics on a
     tiny case is covered by the statistics above and the no-reference suite is checked for its contents)."""
