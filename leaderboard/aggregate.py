@@ -278,7 +278,7 @@ def per_case_overall(rows: pd.DataFrame) -> pd.DataFrame:
 
 def leaderboard_table(rows: pd.DataFrame, schema: Schema | None = None,
                       versions: dict[str, str] | None = None, scenario: str | None = None,
-                      metrics: pd.DataFrame | None = None) -> pd.DataFrame:
+                      metrics: pd.DataFrame | None = None, require_tracks: Sequence[str] = ()) -> pd.DataFrame:
     """The site's main table: ``Rank | Model | Task | <track columns> | All`` + CI/coverage columns.
 
     Args:
@@ -287,6 +287,9 @@ def leaderboard_table(rows: pd.DataFrame, schema: Schema | None = None,
         scenario: restrict to one scenario family (``gaming``...) — the "Task" column.
         metrics: metric rows (:func:`metric_rows_from_results`) for the schema's metric columns
             (e.g. CLIP); without them those columns are empty.
+        require_tracks: a model is ranked only with a score on each of these tracks (an ``All``
+            over fewer tracks is not comparable); the others follow with no rank and their
+            coverage shown. Empty: every model is ranked (what one run's own table does).
     """
     schema = schema or load_schema()
     if scenario:
@@ -330,7 +333,26 @@ def leaderboard_table(rows: pd.DataFrame, schema: Schema | None = None,
     if df.empty:
         return df
     df = df.sort_values(schema.overall_display, ascending=False, na_position="last").reset_index(drop=True)
-    df.insert(0, "Rank", range(1, len(df) + 1))
+    if require_tracks:
+        df = _rank_full_coverage(df, tracks, require_tracks)
+    else:
+        df.insert(0, "Rank", range(1, len(df) + 1))
     # Published order first (Rank | Model | Task | Physical | 3D Cons. | CLIP | Interact. | All), then the rest.
     head = ["Rank", "Model", "Task", *[c for c in schema.row_format if c in df.columns], schema.overall_display]
     return df[head + [c for c in df.columns if c not in head]]
+
+
+def _rank_full_coverage(df: pd.DataFrame, tracks: pd.DataFrame, required: Sequence[str]) -> pd.DataFrame:
+    """Rank only models scored on every required track; list the rest after them, unranked.
+
+    ``Coverage`` says how many of the required tracks a model has, so a one-track ``All``
+    is never read as comparable to a four-track one.
+    """
+    have = {m: set(g.loc[g["score"].notna(), "track"]) for m, g in tracks.groupby("model")}
+    n_have = [len(have.get(m, set()) & set(required)) for m in df["Model"]]
+    full = pd.Series([n == len(required) for n in n_have], index=df.index)
+    df = df.assign(Coverage=[f"{n}/{len(required)} tracks" for n in n_have])
+    df = pd.concat([df[full], df[~full]]).reset_index(drop=True)
+    n_ranked = int(full.sum())
+    df.insert(0, "Rank", [*range(1, n_ranked + 1), *["—"] * (len(df) - n_ranked)])
+    return df

@@ -6,11 +6,14 @@ import argparse
 from pathlib import Path
 
 from leaderboard.store import DEFAULT_DB, Store
+from leaderboard.submission import SubmissionError
 
 EPILOG = """examples:
   worldolympiad leaderboard add runs/reference__smoke__1a2b3c4d5e6f     # import a run (idempotent)
   worldolympiad leaderboard add runs/*                                 # import every run folder
+  worldolympiad leaderboard add --name "Reference world" runs/inferix-reference-world__smoke__45932ee46ec3
   worldolympiad leaderboard build --out leaderboard.csv                # print the table, export it
+  worldolympiad leaderboard build --suite standard --self-reported     # uploads on another suite
   worldolympiad leaderboard serve --port 7860                          # the Gradio site on 127.0.0.1
 """
 
@@ -23,8 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("add", help="import run directories (idempotent)")
     a.add_argument("run_dirs", nargs="+")
     a.add_argument("--self-reported", action="store_true", help="mark as self-reported instead of verified")
+    a.add_argument("--name", default=None, help="display name of the model (one run directory only)")
     b = sub.add_parser("build", help="print the leaderboard table; optionally export rows (.csv/.json/.parquet)")
     b.add_argument("--scenario", default=None)
+    b.add_argument("--suite", default="", help="the suite to rank (default: the one most models ran)")
+    b.add_argument("--self-reported", action="store_true", help="show uploads instead of verified runs")
     b.add_argument("--out", default=None, help="export all rows to this file")
     s = sub.add_parser("serve", help="serve the Gradio site")
     s.add_argument("--host", default="127.0.0.1")
@@ -32,12 +38,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.cmd == "add":
+        if args.name is not None and len(args.run_dirs) != 1:
+            print(f"error: --name names one model; got {len(args.run_dirs)} run directories — add them one by one")
+            return 2
         code = 0
         with Store(args.db) as store:
             for d in args.run_dirs:
                 try:
-                    print(f"{d}: {store.add_run(d, verified=not args.self_reported)}")
+                    print(f"{d}: {store.add_run(d, verified=not args.self_reported, name=args.name)}")
                     _warn_damaged(Path(d))
+                except SubmissionError as e:
+                    print(f"{d}: rejected: {'; '.join(e.problems[:5])}" + (" ..." if len(e.problems) > 5 else ""))
+                    code = 1
                 except (FileNotFoundError, ValueError) as e:
                     print(f"{d}: error: {e}")
                     code = 1
@@ -45,11 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "build":
         import pandas as pd
 
-        from leaderboard.aggregate import leaderboard_table
+        from leaderboard.site import SELF_REPORTED, VERIFIED, board_table
 
-        with Store(args.db) as store:
-            df = leaderboard_table(store.rows(), scenario=args.scenario)
-            if args.out:
+        df = board_table(Path(args.db), args.scenario or "", suite=args.suite,
+                         view=SELF_REPORTED if args.self_reported else VERIFIED)
+        df = df.drop(columns=[c for c in ("Key",) if c in df])
+        if args.out:
+            with Store(args.db) as store:
                 print(f"exported rows to {store.export(args.out)}")
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(df.to_string(index=False) if not df.empty else "(no results yet: `leaderboard add RUN_DIR` first)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,26 +33,75 @@ logger = logging.getLogger(__name__)
 ALL = "all"
 
 
-def _table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = ALL,
-           schema: Schema | None = None) -> pd.DataFrame:
+VERIFIED, SELF_REPORTED = "verified", "self-reported"
+VIEWS = (VERIFIED, SELF_REPORTED)
+
+
+def scored_runs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Drop runs in which no row produced a score: an all-failed run says nothing about a model."""
+    ok = rows[(rows["status"] == "ok") & rows["score"].notna()]
+    return rows[rows["run"].isin(set(ok["run"]))]
+
+
+def suites(rows: pd.DataFrame) -> list[str]:
+    """The suites present, the default first: the one most models were scored on (then most rows)."""
+    if rows.empty:
+        return []
+    g = rows.groupby("suite").agg(models=("model", "nunique"), rows=("model", "size"))
+    return [str(x) for x in g.sort_values(["models", "rows"], ascending=False, kind="stable").index]
+
+
+def display_names(runs: pd.DataFrame) -> dict[str, str]:
+    """Model key → what the table shows: ``add --name``'s name, an upload's declared model + its id."""
+    out: dict[str, str] = {}
+    for _, r in runs.sort_values("added_at").iterrows():
+        key = str(r["model"])
+        if r["source"] == "submission":
+            out[key] = f"{r['display']} [upload {r['run_id']}]"
+        elif isinstance(r["display"], str) and r["display"]:
+            out[key] = r["display"]
+        else:
+            out.setdefault(key, key)
+    return out
+
+
+def board_table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = ALL, schema: Schema | None = None,
+                suite: str = "", view: str = VERIFIED) -> pd.DataFrame:
+    """The leaderboard as the site and ``leaderboard build`` show it.
+
+    Verified runs (scored here) and self-reported ones are separate views, never ranked
+    together; one suite at a time (default: :func:`suites`' first), never pooled; runs with
+    no score are left out; only models scored on every track of the suite are ranked.
+    """
     schema = schema or load_schema()
+    if view not in VIEWS:
+        raise ValueError(f"view {view!r} is not one of {', '.join(VIEWS)}")
     with Store(db) as store:
-        rows = store.rows()
+        rows = scored_runs(store.rows(verified=view == VERIFIED))
         runs = store.runs()
         metrics = store.metric_rows()
+    names = suites(rows)
+    suite = suite if suite in names else (names[0] if names else "")
+    rows = rows[rows["suite"] == suite]
     if rows.empty:
         return pd.DataFrame(columns=["Rank", "Model", "Task"])
+    metrics = metrics[metrics["run"].isin(set(rows["run"]))]
+    required = sorted(set(rows.loc[(rows["status"] == "ok") & rows["score"].notna(), "track"]))
     if family and family != ALL:
         rows = rows[rows["model"].map(model_family) == family]
         metrics = metrics[metrics["model"].map(model_family) == family]
-    df = leaderboard_table(rows, schema, scenario=None if scenario in ("", ALL) else scenario, metrics=metrics)
+    df = leaderboard_table(rows, schema, scenario=None if scenario in ("", ALL) else scenario, metrics=metrics,
+                           require_tracks=required)
     if df.empty:
         return df
-    verified = runs.groupby("model")["verified"].max()
-    df.insert(2, "Status", [("verified" if verified.get(m, 0) else "self-reported") for m in df["Model"]])
-    df.insert(3, "Family", [model_family(m) for m in df["Model"]])
+    keys = list(df["Model"])
+    df["Model"] = [display_names(runs).get(k, k) for k in keys]
+    df.insert(2, "Status", view)
+    df.insert(3, "Family", [model_family(k) for k in keys])
+    df.insert(4, "Suite", suite)
+    df["Key"] = keys  # the store's model key (an upload's is upload:<run id>), for the model page
     if sort_by and sort_by in df.columns and sort_by != "Rank":
-        asc = sort_by in ("Model", "Family", "Task", "Status")
+        asc = sort_by in ("Model", "Family", "Task", "Status", "Suite")
         df = df.sort_values(sort_by, ascending=asc, na_position="last", kind="stable").reset_index(drop=True)
     # Tracks nobody has yet would only add empty columns.
     for spec in schema.tracks.values():
@@ -65,17 +115,43 @@ def _table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = ALL,
     return df
 
 
+_table = board_table  # the name older callers use
+
+
+def model_choices(db: Path) -> list[tuple[str, str]]:
+    """(shown name, key) of every listed model for the model tab: verified first, in rank order."""
+    out: list[tuple[str, str]] = []
+    for view in VIEWS:
+        table = board_table(db, view=view)
+        if "Key" in table:
+            out.extend((html.unescape(str(m)) + ("" if view == VERIFIED else " (self-reported)"), str(k))
+                       for m, k in zip(table["Model"], table["Key"], strict=True))
+        with Store(db) as store:
+            rows = scored_runs(store.rows(verified=view == VERIFIED))
+            names = display_names(store.runs())
+        seen = {k for _, k in out}
+        out.extend((names.get(k, k), k) for k in sorted(set(rows["model"]) - seen))
+    return out
+
+
 def submit_archive(data: bytes, db: Path) -> str:
-    """Validate an uploaded archive and store it as self-reported. Returns a status line."""
+    """Validate an uploaded archive and store it as self-reported. Returns one status line.
+
+    Whatever the archive holds, the answer is a line, never a traceback: unexpected errors
+    are logged for the maintainers and the store is left as it was (one transaction).
+    """
     try:
         sub = validate_archive(data)
+        with Store(db) as store:
+            result, run_id = store.add_submission(sub, archive=data)
     except SubmissionError as e:
         return "Rejected: " + "; ".join(html.escape(p) for p in e.problems)
-    with Store(db) as store:
-        spec = dict(sub.spec)
-        result = store.add_rows(spec, sub.rows, verified=False, source="submission")
-    return (f"Accepted ({result}): {html.escape(str(sub.spec['model']))} with {len(sub.rows)} rows, listed as "
-            "self-reported until re-run by the maintainers (verified).")
+    except Exception as e:  # noqa: BLE001 - a hostile archive must never reach the user as a traceback
+        logger.exception("submission failed")
+        return (f"Rejected: the archive could not be processed ({type(e).__name__}); check it with "
+                "`worldolympiad leaderboard add RUN_DIR` locally, or report this to the maintainers")
+    return (f"Accepted ({result}): {html.escape(str(sub.spec['model']))} with {len(sub.rows)} rows as upload "
+            f"{run_id}, listed as self-reported (apart from verified runs) until the maintainers re-score its videos.")
 
 
 def _model_cases(db: Path, model: str) -> pd.DataFrame:
@@ -163,15 +239,17 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
         with Store(db) as store:
             return [ALL, *sorted({model_family(m) for m in store.rows()["model"].unique()})]
 
-    def models() -> list[str]:
+    def suite_names() -> list[str]:
         with Store(db) as store:
-            return sorted(store.rows()["model"].unique())
+            return suites(scored_runs(store.rows(verified=True))) or suites(scored_runs(store.rows()))
 
-    def leaderboard(scenario: str, sort_by: str, family: str) -> pd.DataFrame:
-        return _table(db, scenario, sort_by, family, schema)
+    def leaderboard(scenario: str, sort_by: str, family: str, suite: str = "",
+                    view: str = VERIFIED) -> pd.DataFrame:
+        return board_table(db, scenario, sort_by, family, schema, suite=suite or "", view=view or VERIFIED)
 
-    def leaderboard_with_plot(scenario: str, sort_by: str, family: str) -> tuple[pd.DataFrame, Any]:
-        df = leaderboard(scenario, sort_by, family)
+    def leaderboard_with_plot(scenario: str, sort_by: str, family: str, suite: str,
+                              view: str) -> tuple[pd.DataFrame, Any]:
+        df = leaderboard(scenario, sort_by, family, suite, view)
         return df, _bar_plot(df, schema)
 
     def model_cases(model: str) -> pd.DataFrame:
@@ -182,36 +260,57 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
 
     def submit(file: Any) -> tuple[str, pd.DataFrame]:
         if file is None:
-            return "Rejected: no file uploaded", leaderboard(ALL, "", ALL)
+            return "Rejected: no file uploaded", pd.DataFrame()
         path = file if isinstance(file, str) else getattr(file, "name", None) or file["path"]
-        data = Path(path).read_bytes()
-        return submit_archive(data, db), leaderboard(ALL, "", ALL)
+        status = submit_archive(Path(path).read_bytes(), db)
+        return status, leaderboard(ALL, "", ALL, _submitted_suite(status, db), SELF_REPORTED)
 
+    def refresh() -> tuple[Any, ...]:
+        """On page load: choices that uploads may have changed, and the first model's cases."""
+        choices = model_choices(db)
+        first = choices[0][1] if choices else None
+        return (gr.Dropdown(choices=families()), gr.Dropdown(choices=suite_names()),
+                gr.Dropdown(choices=choices, value=first), _model_cases(db, first) if first else None)
+
+    first_suite = (suite_names() or [""])[0]
+    choices = model_choices(db)
+    first_model = choices[0][1] if choices else None
     with gr.Blocks(title="WorldOlympiad leaderboard") as app:
         gr.Markdown("# WorldOlympiad leaderboard\nVideo world models scored on physics, 3-D consistency, "
-                    "interaction and long-video drift. Rows marked *self-reported* were submitted and not yet re-run.")
+                    "interaction and long-video drift. **Verified** runs were scored here from their videos; "
+                    "**self-reported** uploads are a separate list, never ranked with them. One suite at a "
+                    "time; a model is ranked only with every track of the suite (its coverage is shown).")
         with gr.Tab("Leaderboard"):
             with gr.Row():
+                view = gr.Radio(list(VIEWS), value=VERIFIED, label="Runs", elem_id="view")
+                suite = gr.Dropdown(suite_names(), value=first_suite, label="Suite", elem_id="suite",
+                                    allow_custom_value=True)
                 scenario = gr.Dropdown(scenarios, value=ALL, label="Scenario", elem_id="scenario")
                 family = gr.Dropdown(families(), value=ALL, label="Model family", elem_id="family",
                                      allow_custom_value=True)
                 sort_by = gr.Dropdown(["Rank", "Model", *track_cols, schema.overall_display], value="Rank",
                                       label="Sort by", elem_id="sort_by")
-            table = gr.Dataframe(value=leaderboard(ALL, "", ALL), interactive=False, elem_id="table", wrap=True)
+            table = gr.Dataframe(value=leaderboard(ALL, "", ALL, first_suite), interactive=False, elem_id="table",
+                                 wrap=True)
             plot = gr.Plot(label="Scores by track", elem_id="plot")
-            for ctl in (scenario, sort_by, family):
-                ctl.change(leaderboard_with_plot, [scenario, sort_by, family], [table, plot])
-            gr.Button("refresh", visible=False).click(leaderboard, [scenario, sort_by, family], table,
-                                                       api_name="leaderboard")
-            app.load(leaderboard_with_plot, [scenario, sort_by, family], [table, plot])
+            controls = [scenario, sort_by, family, suite, view]
+            for ctl in (scenario, sort_by, family, suite, view):
+                ctl.change(leaderboard_with_plot, controls, [table, plot])
+            gr.Button("refresh", visible=False).click(leaderboard, controls, table, api_name="leaderboard")
+            app.load(leaderboard_with_plot, controls, [table, plot])
         with gr.Tab("Model", elem_id="model-tab"):
-            model = gr.Dropdown(models(), label="Model", elem_id="model", allow_custom_value=True)
-            cases = gr.Dataframe(interactive=False, elem_id="cases")
+            # Opens on the first ranked model with its cases shown (an empty page with a model
+            # already picked looked broken, and picking it again changed nothing).
+            model = gr.Dropdown(choices, value=first_model, label="Model", elem_id="model",
+                                allow_custom_value=True)
+            cases = gr.Dataframe(value=_model_cases(db, first_model) if first_model else None, interactive=False,
+                                 elem_id="cases")
             case_id = gr.Textbox(label="Case id (pick a row above)", elem_id="case_id")
             with gr.Row():
                 gen_video = gr.Video(label="generated", elem_id="gen_video")
                 ref_video = gr.Video(label="reference", elem_id="ref_video")
             model.change(model_cases, model, cases, api_name="model_cases")
+            model.select(model_cases, model, cases, api_visibility="private")  # fires on re-picking too
 
             def pick(df: pd.DataFrame, evt: gr.SelectData) -> str:
                 return str(df.iloc[evt.index[0]]["case_id"])
@@ -221,23 +320,39 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
 
             cases.select(pick, cases, case_id, api_visibility="private")
             case_id.change(case_videos, [model, case_id], [gen_video, ref_video], api_name="case_videos")
+        app.load(refresh, None, [family, suite, model, cases], api_visibility="private")
         with gr.Tab("Metrics"):
             doc = gr.Markdown(metrics_markdown(schema), elem_id="metrics-doc")
             gr.Button("reload", visible=False).click(lambda: metrics_markdown(schema), None, doc,
                                                       api_name="metrics_doc")
         with gr.Tab("Submit", elem_id="submit-tab"):
-            gr.Markdown("Upload a `.zip` of one run directory (`run_spec.json` + `results.jsonl`, optional "
-                        "`videos/*.mp4`). It is validated (schema, versions, sizes, paths; nothing executable "
-                        "or pickled) and listed as **self-reported** until re-run.")
+            gr.Markdown("Upload a `.zip` of one run directory (`run_spec.json` + `results.jsonl` + the "
+                        "`videos/<case>__s<seed>.mp4` it scored). It is validated (schema, versions, sizes, "
+                        "paths; nothing executable or pickled) and listed as **self-reported**, apart from "
+                        "verified runs, under its own upload id; it becomes verified only when the maintainers "
+                        "re-score its videos here.")
             upload = gr.File(label="results archive (.zip)", file_types=[".zip"], type="filepath", elem_id="upload")
             status = gr.Textbox(label="status", elem_id="submit_status", interactive=False)
-            upload.upload(submit, upload, [status, table], api_name="submit")
+            submitted = gr.Dataframe(label="self-reported runs on this suite", interactive=False,
+                                     elem_id="submitted")
+            upload.upload(submit, upload, [status, submitted], api_name="submit")
     return app
+
+
+def _submitted_suite(status: str, db: Path) -> str:
+    """The suite of the upload a status line names (to show it among its peers), else the default."""
+    m = re.search(r"as upload (u[0-9a-f]{11})", status)
+    if m:
+        with Store(db) as store:
+            row = store.conn.execute("SELECT suite FROM runs WHERE run_id = ?", (m.group(1),)).fetchone()
+        if row:
+            return str(row[0])
+    return ""
 
 
 def serve(db: str | Path, host: str = "127.0.0.1", port: int = 7860, block: bool = True) -> Any:
     app = build_app(db)
-    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, show_error=True)
+    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, show_error=False)
     return app
 
 
@@ -246,4 +361,4 @@ def _json_default(o: Any) -> Any:
 
 
 def dump_table(db: str | Path) -> str:
-    return json.dumps(_table(Path(db)).to_dict("records"), default=_json_default)
+    return json.dumps(board_table(Path(db)).to_dict("records"), default=_json_default)

@@ -2,20 +2,28 @@
 
 Tables (see :data:`MIGRATIONS`)::
 
-    runs     one row per imported run (run_id = RunSpec hash), its spec, where it came
-             from, whether it is verified (re-run by the maintainers) or self-reported
+    runs     one row per imported run, its spec, where it came from, whether it is
+             verified (scored here from videos) or self-reported, its display name
     results  one row per TrackResult (run_id, case_id, seed, track) with the full JSON
     metrics  one row per MetricValue, raw and normalised both kept
     models   one row per model name: family, display name
 
 Importing is idempotent: a run whose content hash is already stored changes nothing;
 a resumed run with more rows upserts them.
+
+Identity and trust (issue 59): the store assigns run ids; nothing an upload says is used
+as one. A local run (``leaderboard add``, scored here) keeps the evaluator's RunSpec hash
+(12 hex digits) as its id and its model name as its key. An upload gets ``u`` + a hash of
+its own content and lives under the key ``upload:<run id>``, shown by the model name it
+declares: it can never be merged into, or replace, another run or model. Every run is
+validated with :func:`leaderboard.submission.run_problems` before it is written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -25,6 +33,15 @@ from typing import Any
 import pandas as pd
 
 from leaderboard.aggregate import ROW_COLUMNS, scan_results_jsonl
+from leaderboard.submission import (
+    RESERVED_PREFIX,
+    Submission,
+    SubmissionError,
+    local_run_limits,
+    parse_spec,
+    run_problems,
+    submission_limits,
+)
 
 DEFAULT_DB = Path("leaderboard.sqlite")
 
@@ -65,7 +82,20 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN location TEXT;
     """,
+    # 4: a display name per run (``add --name``, an upload's declared model) and where an
+    #    uploaded archive is kept for re-scoring; ``verified_by``: the local run that re-scored it
+    """
+    ALTER TABLE runs ADD COLUMN display TEXT;
+    ALTER TABLE runs ADD COLUMN archive TEXT;
+    ALTER TABLE runs ADD COLUMN verified_by TEXT;
+    """,
 ]
+
+_LOCAL_ID = re.compile(r"\A[0-9a-f]{12}\Z")
+
+
+def _content_hash(rows: Iterable[dict[str, Any]]) -> str:
+    return hashlib.sha256("\n".join(sorted(json.dumps(r, sort_keys=True) for r in rows)).encode()).hexdigest()
 
 
 def model_family(spec: str) -> str:
@@ -107,74 +137,156 @@ class Store:
         self.close()
 
     # --------------------------------------------------------------- import
-    def add_run(self, run_dir: str | Path, *, verified: bool = True, source: str = "local") -> str:
-        """Import a run directory (``run_spec.json`` + ``results.jsonl``).
+    def add_run(self, run_dir: str | Path, *, verified: bool = True, source: str = "local",
+                name: str | None = None) -> str:
+        """Import a run directory (``run_spec.json`` + ``results.jsonl``) scored here.
+
+        Every row is validated as an upload's would be (sizes aside); damaged lines of
+        ``results.jsonl`` are skipped. ``name`` sets the model's display name.
 
         Returns ``"added"``, ``"updated"`` (more rows than before) or ``"unchanged"``.
 
         Raises:
             FileNotFoundError: the folder lacks ``run_spec.json`` or ``results.jsonl``.
+            SubmissionError: the content is invalid (every problem listed).
         """
         run_dir = Path(run_dir)
         spec_path, res_path = run_dir / "run_spec.json", run_dir / "results.jsonl"
         for p in (spec_path, res_path):
             if not p.exists():
                 raise FileNotFoundError(f"{p} not found: `leaderboard add` needs a run directory written by evaluate-model")
-        spec = json.loads(spec_path.read_text())
+        spec = parse_spec(spec_path.read_bytes())
         rows = scan_results_jsonl(res_path).rows  # damaged lines are skipped (the CLI names them)
-        return self.add_rows(spec, rows, verified=verified, source=source, location=str(run_dir.resolve()))
+        limits = local_run_limits()
+        problems = run_problems(spec, rows, limits=limits)
+        if name is not None and not problems:
+            problems = run_problems(spec | {"model": name}, [], limits=limits)
+        if problems:
+            raise SubmissionError(problems)
+        run_id = self._local_run_id(spec)
+        return self._write_run(run_id, str(spec["model"]), spec, rows, verified=verified, source=source,
+                               location=str(run_dir.resolve()), display=name)
 
-    def add_rows(self, spec: dict[str, Any], rows: Iterable[dict[str, Any]], *, verified: bool, source: str,
-                 location: str | None = None) -> str:
-        rows = list(rows)
-        run_id = str(spec.get("hash") or hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12])
-        content = hashlib.sha256("\n".join(sorted(json.dumps(r, sort_keys=True) for r in rows)).encode()).hexdigest()
-        cur = self.conn.execute("SELECT content_hash, verified FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if cur is not None and cur[0] == content and bool(cur[1]) == verified:
+    def _local_run_id(self, spec: dict[str, Any]) -> str:
+        """The evaluator's RunSpec hash when it is one, else a hash of the spec; never an upload's id."""
+        h = spec.get("hash")
+        if isinstance(h, str) and _LOCAL_ID.match(h):
+            return h
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+    def add_submission(self, sub: Submission, archive: bytes | None = None) -> tuple[str, str]:
+        """Store a validated upload as self-reported under its own key; returns (status, run id).
+
+        The run id is assigned here from the upload's content, so re-uploading the same
+        archive changes nothing and a different archive is a new run: an upload can never
+        update another run. The archive is kept next to the store for re-scoring.
+
+        Raises:
+            SubmissionError: the store's budget for uploaded metric values is spent.
+        """
+        content = _content_hash(sub.rows)
+        run_id = "u" + hashlib.sha256((json.dumps(sub.spec, sort_keys=True) + content).encode()).hexdigest()[:11]
+        n_metrics = sum(len(r.get("metrics") or ()) for r in sub.rows)
+        cap = int(submission_limits()["max_store_upload_metric_rows"])
+        used = int(self.conn.execute("SELECT COUNT(*) FROM metrics m JOIN runs u ON u.run_id = m.run_id "
+                                     "WHERE u.source = 'submission' AND u.run_id != ?", (run_id,)).fetchone()[0])
+        if used + n_metrics > cap:
+            raise SubmissionError([f"the leaderboard holds {used} uploaded metric values and takes at most {cap}; "
+                                   "uploads are closed until the maintainers make room"])
+        stored = None
+        if archive is not None:
+            stored = self.uploads_dir / f"{run_id}.zip"
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_bytes(archive)
+        status = self._write_run(run_id, RESERVED_PREFIX + run_id, sub.spec, sub.rows, verified=False,
+                                 source="submission", display=str(sub.spec["model"]),
+                                 archive=str(stored) if stored else None)
+        return status, run_id
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Where uploaded archives are kept (beside the database file)."""
+        return self.path.parent / f"{self.path.stem}.uploads"
+
+    def _write_run(self, run_id: str, model: str, spec: dict[str, Any], rows: list[dict[str, Any]], *,
+                   verified: bool, source: str, location: str | None = None, display: str | None = None,
+                   archive: str | None = None) -> str:
+        """Insert or update one validated run under ``run_id`` and key ``model`` (one transaction)."""
+        content = _content_hash(rows)
+        cur = self.conn.execute("SELECT content_hash, verified, model, display FROM runs WHERE run_id = ?",
+                                (run_id,)).fetchone()
+        if cur is not None and cur[2] != model:
+            raise SubmissionError([f"run id {run_id} already belongs to model {cur[2]!r}, not {model!r}; "
+                                   "the run_spec.json was copied from another run — re-run evaluate-model"])
+        if cur is not None and cur[0] == content and bool(cur[1]) == verified and (display is None or display == cur[3]):
             return "unchanged"
         if cur is not None and bool(cur[1]) and not verified:
-            # A self-reported upload never downgrades a verified run with the same spec.
+            # A self-reported import never downgrades a verified run with the same spec.
             return "unchanged"
-        model = str(spec.get("model", rows[0]["model"] if rows else "unknown"))
         with self.conn:  # one transaction: a failure leaves the store unchanged
             self.conn.execute(
-                "INSERT INTO runs(run_id, model, suite, spec_json, source, verified, content_hash, added_at, location) "
-                "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET content_hash=excluded.content_hash, "
-                "verified=excluded.verified, spec_json=excluded.spec_json, source=excluded.source, "
-                "location=COALESCE(excluded.location, runs.location)",
+                "INSERT INTO runs(run_id, model, suite, spec_json, source, verified, content_hash, added_at, location,"
+                " display, archive) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
+                "content_hash=excluded.content_hash, verified=excluded.verified, spec_json=excluded.spec_json, "
+                "source=excluded.source, location=COALESCE(excluded.location, runs.location), "
+                "display=COALESCE(excluded.display, runs.display), archive=COALESCE(excluded.archive, runs.archive)",
                 (run_id, model, str(spec.get("suite", "")), json.dumps(spec, sort_keys=True), source, int(verified),
-                 content, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), location),
+                 content, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), location, display, archive),
             )
             self.conn.execute(
                 "INSERT OR IGNORE INTO models(name, family, display) VALUES (?,?,?)", (model, model_family(model), model)
             )
             for r in rows:
-                score = r.get("score")
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO results(run_id, model, suite, scenario, case_id, seed, track, track_version,"
-                    " status, score, row_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (run_id, str(r["model"]), r.get("suite", ""), r.get("scenario", ""), str(r["case_id"]),
-                     int(r["seed"]), str(r["track"]), str(r.get("track_version", "1")), str(r.get("status", "ok")),
-                     float(score) if isinstance(score, (int, float)) else None, json.dumps(r, sort_keys=True)),
-                )
-                for m in r.get("metrics") or ():
-                    raw, norm = m.get("raw"), m.get("normalized")
-                    self.conn.execute(
-                        "INSERT OR REPLACE INTO metrics(run_id, case_id, seed, track, name, version, raw, normalized,"
-                        " status) VALUES (?,?,?,?,?,?,?,?,?)",
-                        (run_id, str(r["case_id"]), int(r["seed"]), str(r["track"]), str(m["name"]),
-                         str(m.get("version", "1")), raw if isinstance(raw, (int, float)) else None,
-                         norm if isinstance(norm, (int, float)) else None, str(m.get("status", "ok"))),
-                    )
+                self._write_row(run_id, model, r)
         return "added" if cur is None else "updated"
 
+    def _write_row(self, run_id: str, model: str, r: dict[str, Any]) -> None:
+        score = r.get("score")
+        key = (run_id, str(r["case_id"]), int(r["seed"]), str(r["track"]))
+        self.conn.execute(
+            "INSERT OR REPLACE INTO results(run_id, model, suite, scenario, case_id, seed, track, track_version,"
+            " status, score, row_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, model, str(r.get("suite", "")), str(r.get("scenario", "")), *key[1:],
+             str(r.get("track_version", "1")), str(r.get("status", "ok")),
+             float(score) if isinstance(score, (int, float)) else None, json.dumps(r, sort_keys=True)),
+        )
+        for m in r.get("metrics") or ():
+            raw, norm = m.get("raw"), m.get("normalized")
+            self.conn.execute(
+                "INSERT OR REPLACE INTO metrics(run_id, case_id, seed, track, name, version, raw, normalized,"
+                " status) VALUES (?,?,?,?,?,?,?,?,?)",
+                (*key, str(m["name"]), str(m.get("version", "1")), raw if isinstance(raw, (int, float)) else None,
+                 norm if isinstance(norm, (int, float)) else None, str(m.get("status", "ok"))),
+            )
+
+    def verified_dump(self) -> bytes:
+        """Every verified run, result and metric row, canonically ordered: hash it to prove nothing moved."""
+        queries = (
+            "SELECT * FROM runs WHERE verified = 1 ORDER BY run_id",
+            "SELECT r.* FROM results r JOIN runs u ON u.run_id = r.run_id WHERE u.verified = 1 "
+            "ORDER BY r.run_id, r.case_id, r.seed, r.track",
+            "SELECT m.* FROM metrics m JOIN runs u ON u.run_id = m.run_id WHERE u.verified = 1 "
+            "ORDER BY m.run_id, m.case_id, m.seed, m.track, m.name",
+        )
+        out: list[str] = []
+        for q in queries:
+            out.extend(json.dumps(list(row)) for row in self.conn.execute(q))
+        return "\n".join(out).encode()
+
     # ---------------------------------------------------------------- query
-    def rows(self, *, verified_only: bool = False) -> pd.DataFrame:
-        """All result rows as the DataFrame :mod:`leaderboard.aggregate` expects."""
-        q = ("SELECT r.run_id AS run, r.model, r.suite, r.scenario, r.case_id, r.seed, r.track, r.track_version,"
-             " r.status, r.score FROM results r JOIN runs u ON u.run_id = r.run_id")
+    def rows(self, *, verified_only: bool = False, verified: bool | None = None) -> pd.DataFrame:
+        """All result rows as the DataFrame :mod:`leaderboard.aggregate` expects.
+
+        ``model`` is the run's key (an upload's is ``upload:<run id>``) and ``suite`` the
+        run's suite. ``verified`` keeps only verified (True) or self-reported (False) runs.
+        """
+        q = ("SELECT r.run_id AS run, u.model, COALESCE(NULLIF(u.suite, ''), r.suite) AS suite, r.scenario,"
+             " r.case_id, r.seed, r.track, r.track_version, r.status, r.score FROM results r"
+             " JOIN runs u ON u.run_id = r.run_id")
         if verified_only:
-            q += " WHERE u.verified = 1"
+            verified = True
+        if verified is not None:
+            q += f" WHERE u.verified = {int(verified)}"
         df = pd.read_sql_query(q, self.conn)
         df["score"] = df["score"].astype(float)
         return df[ROW_COLUMNS]
@@ -190,7 +302,7 @@ class Store:
 
     def runs(self) -> pd.DataFrame:
         return pd.read_sql_query(
-            "SELECT run_id, model, suite, source, verified, added_at, "
+            "SELECT run_id, model, suite, source, verified, added_at, display, verified_by, "
             "(SELECT COUNT(*) FROM results r WHERE r.run_id = runs.run_id) AS n_rows FROM runs ORDER BY added_at",
             self.conn)
 

@@ -36,11 +36,18 @@ def zip_bytes(members: dict[str, bytes], *, mode_for: dict[str, int] | None = No
     return buf.getvalue()
 
 
-def run_archive(model="team:my-model", rows=None, **extra: bytes) -> bytes:
+MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2"  # an mp4 signature; uploads are not decoded
+
+
+def run_archive(model="team:my-model", rows=None, suite="smoke", videos=True, **extra: bytes) -> bytes:
+    """An upload: one run folder with its spec, rows and (by default) the videos behind them."""
     rows = rows if rows is not None else [result_row(model, f"c{i}", 0, "physics", 0.5) for i in range(3)]
-    spec = {"model": model, "suite": "smoke", "tracks": ["physics"], "seeds": [0], "schema_version": "1.0"}
+    spec = {"model": model, "suite": suite, "tracks": ["physics"], "seeds": [0], "schema_version": "1.0"}
     members = {"run/run_spec.json": json.dumps(spec).encode(),
                "run/results.jsonl": "".join(json.dumps(r) + "\n" for r in rows).encode()}
+    if videos:
+        keys = {(r["case_id"], r["seed"]) for r in rows if isinstance(r, dict) and "case_id" in r and "seed" in r}
+        members.update({f"run/videos/{c}__s{s}.mp4": MP4 for c, s in keys})
     members.update(extra)
     return zip_bytes(members)
 

@@ -59,14 +59,14 @@ def test_api_leaderboard_filters_by_scenario_and_sorts(site):
     from gradio_client import Client
 
     c = Client(site["url"], verbose=False)
-    allrows = c.predict("all", "Rank", "all", api_name="/leaderboard")
+    allrows = c.predict("all", "Rank", "all", "smoke", "verified", api_name="/leaderboard")
     assert [r[allrows["headers"].index("Model")] for r in allrows["data"]][0] == "reference"
-    rob = c.predict("robotics", "Rank", "all", api_name="/leaderboard")
+    rob = c.predict("robotics", "Rank", "all", "smoke", "verified", api_name="/leaderboard")
     models = [r[rob["headers"].index("Model")] for r in rob["data"]]
     assert models == ["reference", "perturbed:vanish@1", "inferix:tiny"]  # 0.8 > 0.6 > 0.1
-    by_name = c.predict("all", "Model", "all", api_name="/leaderboard")
+    by_name = c.predict("all", "Model", "all", "smoke", "verified", api_name="/leaderboard")
     assert [r[1] for r in by_name["data"]] == sorted(models)
-    fam = c.predict("all", "Rank", "perturbed", api_name="/leaderboard")
+    fam = c.predict("all", "Rank", "perturbed", "smoke", "verified", api_name="/leaderboard")
     assert [r[1] for r in fam["data"]] == ["perturbed:vanish@1"]
 
 
@@ -99,7 +99,7 @@ def test_api_submit_rejects_hostile_and_accepts_valid(site, tmp_path):
     good.write_bytes(run_archive(model="team:api-model"))
     status, table = c.predict(handle_file(str(good)), api_name="/submit")
     assert status.startswith("Accepted") and "self-reported" in status
-    row = [r for r in table["data"] if r[1] == "team:api-model"]
+    row = [r for r in table["data"] if r[1].startswith("team:api-model [upload u")]
     assert row and row[0][table["headers"].index("Status")] == "self-reported"
 
 
@@ -189,4 +189,4 @@ def test_site_in_a_real_browser(site, tmp_path):
         browser.close()
     with Store(site["db"]) as store:
         runs = store.runs()
-        assert list(runs.loc[runs["model"] == "team:browser-model", "verified"]) == [0]
+        assert list(runs.loc[runs["display"] == "team:browser-model", "verified"]) == [0]
