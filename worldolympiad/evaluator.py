@@ -433,10 +433,33 @@ class _Worker:
                 self.publish_reference(case, ref_cache["ref"])
             return ref_cache["ref"]
 
+        warnings = self.input_warnings(case, seed, video)
         for t in unit.tracks:
             row = self.run_track(t, video, case, seed, load_reference)
             row.inputs = unit.inputs
+            row.warnings = warnings
             self.emit("row", row.to_dict())
+
+    def input_warnings(self, case: Case, seed: int, video: Video) -> list[str]:
+        """What weakens the evidence of this video (``kind: finding``; recorded on its rows).
+
+        A user's file (linked into the run as it is) is checked for 4:2:0 chroma, lossy coding, size,
+        length and frame rate (:func:`worldolympiad.models.videos.check_video_file`); a video the run
+        generated and stored itself only for size, length and frame rate against the case.
+        """
+        from worldolympiad.models.videos import check_frames, check_video_file
+
+        stored = _existing_video(self.video_path(case, seed))
+        try:
+            if stored is not None and stored.is_symlink():
+                found = [w for w in check_video_file(stored.resolve(), case) if w.kind != "missing"]
+            else:
+                h, w = video.frames.shape[1:3]
+                found = check_frames(case, str(stored or ""), video.num_frames, (int(h), int(w)), float(video.fps))
+        except Exception:  # noqa: BLE001 - advice only; never costs a row
+            logger.debug("input check of %s s%d failed", case.id, seed, exc_info=True)
+            return []
+        return [x.brief for x in found]
 
     def publish_reference(self, case: Case, ref: Video | None) -> None:
         """Put a yuv420p copy of the reference in the run folder, next to the generated video.
@@ -1093,6 +1116,10 @@ def summarize(rows: Sequence[TrackResult], spec: RunSpec, suite_name: str = "") 
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("ok", "not_applicable", "failed")}
     errors = [{"case_id": r.case_id, "seed": r.seed, "track": r.track, "error": "; ".join(r.errors)}
               for r in rows if r.status == "failed"]
+    warnings: dict[tuple[str, int], list[str]] = {}
+    for r in rows:
+        if r.warnings:
+            warnings.setdefault((r.case_id, r.seed), list(r.warnings))
     return {
         "run": spec.hash,
         "model": spec.model,
@@ -1103,7 +1130,23 @@ def summarize(rows: Sequence[TrackResult], spec: RunSpec, suite_name: str = "") 
         "tracks": tracks,
         "overall": {"mean": mean, "std": std, "per_seed": overall_seed, "counts": counts},
         "errors": errors,
+        "warnings": [{"case_id": cid, "seed": seed, "warnings": w} for (cid, seed), w in sorted(warnings.items())],
     }
+
+
+def format_warnings(summary: Mapping[str, Any]) -> str:
+    """One line counting the input warnings of the run's videos by kind (empty string when there is none)."""
+    items = summary.get("warnings") or []
+    if not items:
+        return ""
+    kinds: dict[str, int] = {}
+    for item in items:
+        for w in item["warnings"]:
+            kinds[w.split(":")[0]] = kinds.get(w.split(":")[0], 0) + 1
+    counted = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    first = items[0]
+    return (f"input warnings on {len(items)} video(s) ({counted}; e.g. {first['case_id']} s{first['seed']}: "
+            f"{first['warnings'][0]}); each row's 'warnings' and summary.json list them")
 
 
 # ====================================================================== tables

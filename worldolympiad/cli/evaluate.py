@@ -169,7 +169,14 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
     Raises:
         EvaluationError, ValueError: the run could not start (see :func:`worldolympiad.evaluator.evaluate`).
     """
-    from worldolympiad.evaluator import evaluate, format_errors, format_results_table, format_summary, make_run_spec
+    from worldolympiad.evaluator import (
+        evaluate,
+        format_errors,
+        format_results_table,
+        format_summary,
+        format_warnings,
+        make_run_spec,
+    )
 
     spec = make_run_spec(model, args.suite, plan.tracks, plan.seeds, args.judge, plan.options)
     outcome = evaluate(spec, plan.config)
@@ -180,6 +187,9 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
     if errors:
         print()
         print(errors)
+    warnings = format_warnings(outcome.summary)
+    if warnings:
+        print(f"\n{warnings}")
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
     for line in _resume_notes(outcome):
         print(line)
@@ -232,7 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         plan = _plan(args)
+        _check_model(args.model)
         if args.model.startswith("videos:"):
+            _check_videos(args.model, args.suite, plan.seeds, args.limit)
             _print_input_warnings(args.model, args.suite, plan.seeds[0], args.limit)
         runs = [_run_model(args.model, args, plan)]
     except (UsageError, EvaluationError, ValueError) as e:
@@ -248,6 +260,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.strict and (failed or any(outcome.summary["errors"] for _, outcome in runs)):
         return 1
     return 0
+
+
+def _check_model(model: str) -> None:
+    """``--model`` resolved and checked before any work (no run directory is made for a bad one).
+
+    Raises:
+        UsageError: a misspelt kind (with "did you mean"), a missing folder, a hub id, an unknown name.
+    """
+    from worldolympiad.models.base import ModelSpecError, check_model_spec
+
+    try:
+        check_model_spec(model)
+    except ModelSpecError as e:
+        raise UsageError(str(e)) from e
+
+
+def _check_videos(model: str, suite: str, seeds: Sequence[int], limit: int | None, examples: int = 5) -> None:
+    """Say how many of the suite's cases a ``videos:`` folder has a video for, and which lack one.
+
+    Raises:
+        UsageError: not one case has a video (a wrong folder or a naming scheme the model does not read).
+    """
+    from worldolympiad.models.videos import video_coverage
+    from worldolympiad.suites import SuiteError, load_suite_lenient
+
+    root, _, prefix = model.removeprefix("videos:").partition("#")
+    try:
+        cases = load_suite_lenient(suite).cases[:limit]
+    except SuiteError:
+        return  # evaluate() reports the suite's own error
+    if not cases:
+        return
+    cov = video_coverage(root, cases, seeds, prefix or None)
+
+    def some(ids: Sequence[str]) -> str:
+        return ", ".join(ids[:examples]) + (f" (+{len(ids) - examples} more)" if len(ids) > examples else "")
+
+    renames = "; ".join(f"rename {f} to {cid}{Path(f).suffix}" for f, cid in list(cov.renames.items())[:examples])
+    naming = ("name each video <case_id>.mp4 (or <case_id>__s<seed>.mp4 per seed)"
+              + (f"; did you mean: {renames}" if renames else ""))
+    if not cov.found:
+        raise UsageError(f"--model {model}: no video for any of the {len(cases)} case(s) of {suite} "
+                         f"({cov.files} video file(s) in {root}); {naming}; the cases are {some(cov.missing)}")
+    if cov.missing:
+        print(f"warning: {model}: videos found for {len(cov.found)} of {len(cases)} case(s); no video for "
+              f"{some(cov.missing)} — their rows will fail; {naming}", file=sys.stderr)
+    else:
+        print(f"{model}: videos found for all {len(cases)} case(s)")
 
 
 def _print_input_warnings(model: str, suite: str, seed: int, limit: int | None) -> None:

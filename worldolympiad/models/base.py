@@ -113,6 +113,68 @@ def model_fingerprint(spec: str) -> str | None:
     return fingerprint(arg) if callable(fingerprint) else None
 
 
+class ModelSpecError(ValueError):
+    """A ``--model`` SPEC that cannot work (unknown kind, missing folder, a hub id...); one line with the fix."""
+
+
+def looks_like_hub_id(text: str) -> bool:
+    """``owner/name`` that is no local path: a Hugging Face hub id (we never download weights)."""
+    import re
+    from pathlib import Path
+
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", text)) and not Path(text).expanduser().exists()
+
+
+def hub_id_hint(text: str, kind: str = "diffusers") -> str:
+    """How to use a hub id: download it once, then point the adapter at the folder."""
+    return (f"{text!r} looks like a Hugging Face hub id, and weights are never downloaded: run "
+            f"`huggingface-cli download {text} --local-dir DIR` and pass --model {kind}:DIR")
+
+
+def check_model_spec(spec: str) -> None:
+    """Resolve ``spec`` and check what can be checked without loading weights or generating anything.
+
+    The kind must be registered (a misspelt prefix gets "did you mean"); a spec with no kind that is a
+    folder or a hub id is named as such; the kind's ``check(arg)`` classmethod, when it has one, checks
+    the argument (the ``videos:`` folder exists, the ``diffusers:`` folder holds a pipeline, the
+    ``inferix:`` name is known, the perturbation exists...).
+
+    Raises:
+        ModelSpecError: one line saying what is wrong and how to fix it.
+    """
+    from pathlib import Path
+
+    from worldolympiad.registries import MODELS, parse_spec
+    from worldolympiad.registry import UnknownNameError
+
+    try:
+        prefix, arg = parse_spec(spec)
+    except ValueError as e:
+        raise ModelSpecError(f"--model: {e}") from e
+    if prefix not in MODELS:
+        whole = spec.strip()
+        if arg is None and Path(whole).expanduser().is_dir():
+            kind = "diffusers" if (Path(whole).expanduser() / "model_index.json").is_file() else "videos"
+            raise ModelSpecError(f"--model {whole!r} is a folder, not a model kind; did you mean --model {kind}:{whole}?")
+        if looks_like_hub_id(whole):
+            raise ModelSpecError(f"--model {whole!r}: {hub_id_hint(whole)}")
+    try:
+        factory = MODELS.get(prefix)
+    except UnknownNameError as e:
+        raise ModelSpecError(f"--model {spec!r}: {e} Write KIND[:ARG], e.g. videos:DIR, reference, "
+                             "perturbed:teleport@0.5, inferix:reference-world (`worldolympiad ls models`).") from e
+    except ImportError as e:
+        raise ModelSpecError(f"--model {spec!r}: {e}") from e
+    check = getattr(factory, "check", None)
+    if callable(check):
+        try:
+            check(arg)
+        except ModelSpecError:
+            raise
+        except (ModelError, ValueError, KeyError) as e:
+            raise ModelSpecError(f"--model {spec!r}: {e}") from e
+
+
 def build_model(spec: str, **options: Any) -> WorldModel:
     """Resolve a model SPEC (``videos:DIR``, ``reference``, ``perturbed:NAME@S``...) to a model.
 

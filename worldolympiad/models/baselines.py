@@ -99,6 +99,11 @@ class RepeatFirstFrameModel(WorldModel):
 
     interactive = False
 
+    @classmethod
+    def check(cls, arg: str | None) -> None:
+        """Raises ValueError when given an argument (the spec takes none)."""
+        cls(arg)
+
     def __init__(self, arg: str | None = None, *, cache_dir: str | Path | None = None, **options: Any) -> None:
         if arg:
             raise ValueError(f"repeat-first-frame takes no argument, got 'repeat-first-frame:{arg}'")

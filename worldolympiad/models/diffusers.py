@@ -49,6 +49,22 @@ class DiffusersModel(WorldModel):
 
     interactive = False
 
+    @classmethod
+    def check(cls, arg: str | None) -> None:
+        """Fail fast on a folder without a pipeline, or a hub id (weights are never downloaded).
+
+        Raises:
+            ModelSpecError: with the fix.
+        """
+        from worldolympiad.models.base import ModelSpecError, hub_id_hint, looks_like_hub_id
+
+        if arg and looks_like_hub_id(arg):
+            raise ModelSpecError(f"--model diffusers:{arg}: {hub_id_hint(arg)}")
+        try:
+            cls(arg)
+        except (ModelError, ValueError) as e:
+            raise ModelSpecError(f"--model diffusers:{arg}: {e}") from e
+
     def __init__(
         self,
         arg: str | None,

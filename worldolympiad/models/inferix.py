@@ -111,6 +111,31 @@ class InferixModel(WorldModel):
         digest = model_fingerprint(arg) if arg else None
         return f"{digest or 'code'}+bridge{cls.BRIDGE_VERSION}"
 
+    @classmethod
+    def check(cls, arg: str | None) -> None:
+        """Fail fast on a name Inferix does not know and a path that does not exist (nothing is loaded).
+
+        Raises:
+            ModelSpecError: with "did you mean" over the named models and configs, or the hub-id fix.
+        """
+        import difflib
+        from pathlib import Path
+
+        from inferix.models.configs import CONFIGS
+        from inferix.registry import MODELS as NAMED
+        from worldolympiad.models.base import ModelSpecError, hub_id_hint, looks_like_hub_id
+
+        name = arg or "tiny"
+        if name in NAMED or name in CONFIGS or Path(name).expanduser().exists():
+            return
+        if looks_like_hub_id(name):
+            raise ModelSpecError(f"--model inferix:{name}: {hub_id_hint(name, 'inferix')}")
+        known = sorted(set(NAMED) | set(CONFIGS))
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ModelSpecError(f"--model inferix:{name}: no Inferix model or config {name!r} and no such path.{hint} "
+                             f"Known: {', '.join(known)}; or a local checkpoint / bundle folder.")
+
     def __init__(self, arg: str | None, **options: Any) -> None:
         self.model_name = arg or "tiny"
         from worldolympiad.evaluator import resolve_device

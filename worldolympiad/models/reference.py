@@ -212,6 +212,11 @@ class ReferenceModel(WorldModel):
 
     interactive = False
 
+    @classmethod
+    def check(cls, arg: str | None) -> None:
+        """Raises ValueError when given an argument (``reference`` takes none)."""
+        cls(arg)
+
     def __init__(self, arg: str | None = None, *, cache_dir: str | Path | None = None, **options: Any) -> None:
         if arg:
             raise ValueError(f"the reference model takes no argument, got 'reference:{arg}'; use --model reference")
@@ -238,6 +243,11 @@ class PerturbedModel(WorldModel):
     """
 
     interactive = False
+
+    @classmethod
+    def check(cls, arg: str | None) -> None:
+        """Raises ValueError / UnknownNameError (with "did you mean") for a bad ``NAME[@STRENGTH]``."""
+        cls(arg)
 
     def __init__(self, arg: str | None = None, *, cache_dir: str | Path | None = None, **options: Any) -> None:
         if not arg:

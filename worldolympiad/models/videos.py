@@ -62,6 +62,29 @@ class VideosModel(WorldModel):
                              "<case_id>.mp4 files (or the public <domain>/<case_id>/ layout)")
 
     @classmethod
+    def check(cls, arg: str | None) -> None:
+        """Fail fast on a folder that is not there (before any run directory is made).
+
+        Raises:
+            ModelSpecError: no folder, a file instead of a folder, or a hub id.
+        """
+        from worldolympiad.models.base import ModelSpecError, looks_like_hub_id
+
+        root = Path((arg or "").partition("#")[0]).expanduser()
+        if not arg:
+            raise ModelSpecError("--model videos: needs a folder: --model videos:DIR (or videos:DIR#PREFIX for the "
+                                 "public layout)")
+        if root.is_file():
+            raise ModelSpecError(f"--model videos:{arg}: {root} is a file; pass the folder that holds the videos "
+                                 f"(--model videos:{root.parent})")
+        if not root.is_dir():
+            if looks_like_hub_id(str(root)):
+                raise ModelSpecError(f"--model videos:{arg}: {str(root)!r} looks like a Hugging Face hub id; videos: "
+                                     "reads a local folder of <case_id>.mp4 files")
+            raise ModelSpecError(f"--model videos:{arg}: folder {root.resolve()} not found; pass the folder holding "
+                                 "<case_id>.mp4 files (or the public <domain>/<case_id>/ layout)")
+
+    @classmethod
     def input_files(cls, arg: str | None, case: Case, seed: int = 0) -> dict[str, Path | None]:
         """The files this model reads for ``case`` and ``seed`` (fingerprinted on every row, so a replaced
         video recomputes its rows): ``video`` (``None`` when there is none yet) and ``chunk_timestamps``."""
@@ -169,6 +192,52 @@ def _clip_chunks(chunks: tuple[Chunk, ...], num_frames: int) -> tuple[Chunk, ...
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """Which cases a ``videos:`` folder has a video for (checked before a run starts).
+
+    Attributes:
+        found: ids of cases with a video for every seed.
+        missing: ids of cases without one (for some seed).
+        renames: ``file name -> case id`` for files whose name is close to a case that lacks a video
+            (a likely misnaming).
+        files: how many video files the folder holds at its top level.
+    """
+
+    found: tuple[str, ...]
+    missing: tuple[str, ...]
+    renames: dict[str, str]
+    files: int
+
+
+def video_coverage(root: str | Path, cases: Sequence[Case], seeds: Sequence[int] = (0,),
+                   prefix: str | None = None) -> Coverage:
+    """Which of ``cases`` a ``videos:ROOT[#PREFIX]`` model finds a file for, without reading any."""
+    import difflib
+
+    root = Path(root).expanduser()
+    found: list[str] = []
+    missing: list[str] = []
+    for case in cases:
+        ok = True
+        for seed in seeds:
+            try:
+                find_video(root, prefix, case, seed)
+            except ModelError:
+                ok = False
+                break
+        (found if ok else missing).append(case.id)
+    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_EXTS) if root.is_dir() else []
+    ids = {c.id for c in cases}
+    unmatched = {p.stem.split("__s")[0]: p.name for p in files if p.stem.split("__s")[0] not in ids}
+    renames: dict[str, str] = {}
+    for cid in missing:
+        close = difflib.get_close_matches(cid, list(unmatched), n=1, cutoff=0.6)
+        if close:
+            renames[unmatched.pop(close[0])] = cid
+    return Coverage(tuple(found), tuple(missing), renames, len(files))
+
+
+@dataclass(frozen=True)
 class InputWarning:
     """Evidence in a ``videos:`` folder will be weaker than it could be (a warning, never an error).
 
@@ -186,6 +255,11 @@ class InputWarning:
 
     def __str__(self) -> str:
         return f"{self.path or self.case_id}: {self.message}"
+
+    @property
+    def brief(self) -> str:
+        """``kind: what was found`` (recorded on rows; the cost and the fix are in :data:`WARNING_TEXT`)."""
+        return f"{self.kind}: {self.message.split(';')[0]}"
 
 
 #: kind -> (what it costs, how to fix it); shared by the per-file and the summarised messages
@@ -234,38 +308,51 @@ def video_input_warnings(root: str | Path, cases: Sequence[Case], *, seed: int =
         except ModelError as e:
             out.append(_warn("missing", case.id, "", str(e)))
             continue
-        if path.suffix.lower() == ".npz":
-            import numpy as np
+        out.extend(check_video_file(path, case))
+    return out
 
-            with np.load(path) as z:
-                key = "frames" if "frames" in z.files else z.files[0]
-                shape = z[key].shape
-            n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
-            fps, chroma, lossless, codec, settings = float(case.fps), "4:4:4", True, "raw", ""
-        else:
-            from worldolympiad.video.io import VideoError, probe_encoding
 
-            try:
-                info = probe_encoding(path)
-            except VideoError as e:
-                out.append(_warn("missing", case.id, str(path), f"cannot be read ({e})"))
-                continue
-            n, h, w, fps = int(info["num_frames"]), int(info["height"]), int(info["width"]), float(info["fps"])
-            chroma, lossless, codec, settings = info["chroma"], info["lossless"], info["codec"], info["settings"]
-        if chroma == "4:2:0":
-            out.append(_warn("chroma_420", case.id, str(path), f"{codec} with 4:2:0 chroma"))
-        if lossless is False:
-            import re
+def check_video_file(path: Path, case: Case) -> list[InputWarning]:
+    """:func:`video_input_warnings` for one file of ``case`` (its stream header only)."""
+    if path.suffix.lower() == ".npz":
+        import numpy as np
 
-            rc = re.search(r"(?:^| )(crf=[\d.]+|qp=\d+)", settings)
-            out.append(_warn("lossy", case.id, str(path), f"lossy {codec}" + (f" ({rc.group(1)})" if rc else "")))
-        want_h, want_w = case.resolution
-        if (h, w) != (int(want_h), int(want_w)):
-            out.append(_warn("size", case.id, str(path), f"the video is {w}x{h} px, the case asks for {want_w}x{want_h}"))
-        if n and n < case.num_frames:
-            out.append(_warn("short", case.id, str(path), f"{n} frames, the case has {case.num_frames}"))
-        if fps and abs(fps - float(case.fps)) > 0.01 * float(case.fps):
-            out.append(_warn("fps", case.id, str(path), f"{fps:g} fps, the case runs at {float(case.fps):g}"))
+        with np.load(path) as z:
+            key = "frames" if "frames" in z.files else z.files[0]
+            shape = z[key].shape
+        n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
+        fps, chroma, lossless, codec, settings = float(case.fps), "4:4:4", True, "raw", ""
+    else:
+        from worldolympiad.video.io import VideoError, probe_encoding
+
+        try:
+            info = probe_encoding(path)
+        except VideoError as e:
+            return [_warn("missing", case.id, str(path), f"cannot be read ({e})")]
+        n, h, w, fps = int(info["num_frames"]), int(info["height"]), int(info["width"]), float(info["fps"])
+        chroma, lossless, codec, settings = info["chroma"], info["lossless"], info["codec"], info["settings"]
+    out: list[InputWarning] = []
+    if chroma == "4:2:0":
+        out.append(_warn("chroma_420", case.id, str(path), f"{codec} with 4:2:0 chroma"))
+    if lossless is False:
+        import re
+
+        rc = re.search(r"(?:^| )(crf=[\d.]+|qp=\d+)", settings)
+        out.append(_warn("lossy", case.id, str(path), f"lossy {codec}" + (f" ({rc.group(1)})" if rc else "")))
+    return out + check_frames(case, str(path), n, (h, w), fps)
+
+
+def check_frames(case: Case, path: str, num_frames: int, hw: tuple[int, int], fps: float) -> list[InputWarning]:
+    """Size, length and frame rate of a video against its case (any model's output, not only files)."""
+    out: list[InputWarning] = []
+    h, w = hw
+    want_h, want_w = case.resolution
+    if (h, w) != (int(want_h), int(want_w)):
+        out.append(_warn("size", case.id, path, f"the video is {w}x{h} px, the case asks for {want_w}x{want_h}"))
+    if num_frames and num_frames < case.num_frames:
+        out.append(_warn("short", case.id, path, f"{num_frames} frames, the case has {case.num_frames}"))
+    if fps and abs(fps - float(case.fps)) > 0.01 * float(case.fps):
+        out.append(_warn("fps", case.id, path, f"{fps:g} fps, the case runs at {float(case.fps):g}"))
     return out
 
 
