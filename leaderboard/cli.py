@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("run_dirs", nargs="+")
     a.add_argument("--self-reported", action="store_true", help="mark as self-reported instead of verified")
     a.add_argument("--name", default=None, help="display name of the model (one run directory only)")
+    a.add_argument("--verifies", metavar="UPLOAD_ID", default=None,
+                   help="the run re-scored this upload's videos (see `rescore`): list it as verified")
+    r = sub.add_parser("rescore", help="extract an upload's videos to re-score them here (then `add --verifies`)")
+    r.add_argument("upload_id")
+    r.add_argument("--out", required=True, help="folder for the videos (a `videos:` model folder)")
     b = sub.add_parser("build", help="print the leaderboard table; optionally export rows (.csv/.json/.parquet)")
     b.add_argument("--scenario", default=None)
     b.add_argument("--suite", default="", help="the suite to rank (default: the one most models ran)")
@@ -38,14 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.cmd == "add":
-        if args.name is not None and len(args.run_dirs) != 1:
-            print(f"error: --name names one model; got {len(args.run_dirs)} run directories — add them one by one")
+        if (args.name is not None or args.verifies) and len(args.run_dirs) != 1:
+            print(f"error: --name/--verifies take one run directory; got {len(args.run_dirs)} — add them one by one")
             return 2
         code = 0
         with Store(args.db) as store:
             for d in args.run_dirs:
                 try:
-                    print(f"{d}: {store.add_run(d, verified=not args.self_reported, name=args.name)}")
+                    if args.verifies:
+                        print(f"{d}: {store.verify_upload(args.verifies, d, name=args.name)} (verifies upload "
+                              f"{args.verifies})")
+                    else:
+                        print(f"{d}: {store.add_run(d, verified=not args.self_reported, name=args.name)}")
                     _warn_damaged(Path(d))
                 except SubmissionError as e:
                     print(f"{d}: rejected: {'; '.join(e.problems[:5])}" + (" ..." if len(e.problems) > 5 else ""))
@@ -54,6 +63,19 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{d}: error: {e}")
                     code = 1
         return code
+    if args.cmd == "rescore":
+        with Store(args.db) as store:
+            try:
+                files = store.extract_upload_videos(args.upload_id, args.out)
+                suite, spec_json = store.conn.execute("SELECT suite, spec_json FROM runs WHERE run_id = ?",
+                                                      (args.upload_id,)).fetchone()
+            except SubmissionError as e:
+                print(f"error: {'; '.join(e.problems)}")
+                return 2
+        print(f"wrote {len(files)} files to {args.out}; now re-score them and list the result as verified:\n"
+              f"  worldolympiad evaluate-model --model videos:{args.out} --suite {suite}{_seeds_flag(spec_json)} --out runs\n"
+              f"  worldolympiad leaderboard --db {args.db} add --verifies {args.upload_id} runs/<the new run folder>")
+        return 0
     if args.cmd == "build":
         import pandas as pd
 
@@ -85,3 +107,12 @@ def _warn_damaged(run_dir: Path) -> None:
     damaged = scan_results_jsonl(run_dir / "results.jsonl").damaged
     if damaged:
         print(f"{run_dir}: warning: skipped {damaged_note(damaged)}")
+
+
+def _seeds_flag(spec_json: str) -> str:
+    """`` --seeds 0,1`` when the upload declares seeds (the re-score must cover the same ones)."""
+    import json
+
+    seeds = json.loads(spec_json).get("seeds")
+    ok = isinstance(seeds, list) and seeds and all(isinstance(x, int) and not isinstance(x, bool) for x in seeds)
+    return f" --seeds {','.join(map(str, seeds))}" if ok else ""

@@ -26,8 +26,9 @@ import json
 import re
 import sqlite3
 import time
+import zipfile
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -259,6 +260,66 @@ class Store:
                  norm if isinstance(norm, (int, float)) else None, str(m.get("status", "ok"))),
             )
 
+    # ------------------------------------------------------------ re-scoring
+    def extract_upload_videos(self, upload_id: str, out: str | Path) -> list[Path]:
+        """Write an upload's videos (``<case>__s<seed>.mp4`` + chunk timestamps) flat into ``out``.
+
+        ``out`` is then a ``videos:`` folder: ``evaluate-model --model videos:OUT`` re-scores them here.
+        """
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, data in self._upload_videos(upload_id).items():
+            (out / name).write_bytes(data)
+            written.append(out / name)
+        return written
+
+    def _upload_videos(self, upload_id: str) -> dict[str, bytes]:
+        """The upload's files under ``videos/`` by base name (the archive was validated on upload)."""
+        row = self.conn.execute("SELECT archive FROM runs WHERE run_id = ? AND source = 'submission'",
+                                (upload_id,)).fetchone()
+        if row is None or not row[0] or not Path(row[0]).is_file():
+            raise SubmissionError([f"no kept archive for upload {upload_id!r}; `leaderboard build --self-reported` "
+                                   "lists the upload ids (u + 11 hex digits)"])
+        with zipfile.ZipFile(row[0]) as zf:
+            return {PurePosixPath(i.filename).name: zf.read(i) for i in zf.infolist()
+                    if PurePosixPath(i.filename).parent.name == "videos" and not i.is_dir()}
+
+    def verify_upload(self, upload_id: str, run_dir: str | Path, name: str | None = None) -> str:
+        """Import the local re-scoring of an upload's videos as verified, under the upload's name.
+
+        ``run_dir`` must be an ``evaluate-model --model videos:DIR`` run on the upload's suite
+        whose ``DIR`` holds exactly the uploaded videos (same bytes). The verified numbers
+        are the re-scored ones; the uploaded numbers stay self-reported and leave that list.
+
+        Raises:
+            SubmissionError: the run does not re-score this upload (one line saying why).
+        """
+        run_dir = Path(run_dir)
+        spec = parse_spec((run_dir / "run_spec.json").read_bytes()) if (run_dir / "run_spec.json").exists() else {}
+        up = self.conn.execute("SELECT suite, display, verified_by FROM runs WHERE run_id = ? AND source = "
+                               "'submission'", (upload_id,)).fetchone()
+        if up is None:
+            raise SubmissionError([f"no upload {upload_id!r} in {self.path}"])
+        model = str(spec.get("model", ""))
+        if not model.startswith("videos:"):
+            raise SubmissionError([f"{run_dir} scored {model or '?'!r}, not the upload's videos; run "
+                                   f"`leaderboard rescore {upload_id} --out DIR` then "
+                                   "`evaluate-model --model videos:DIR`"])
+        if spec.get("suite") != up[0]:
+            raise SubmissionError([f"{run_dir} ran suite {spec.get('suite')!r}; the upload is on {up[0]!r}"])
+        folder = Path(model[len("videos:"):].split("#", 1)[0])
+        for fname, data in self._upload_videos(upload_id).items():
+            local = folder / fname
+            if not local.is_file() or hashlib.sha256(local.read_bytes()).digest() != hashlib.sha256(data).digest():
+                raise SubmissionError([f"{local} is not the uploaded {fname}; re-extract with `leaderboard rescore "
+                                       f"{upload_id} --out {folder}` and re-run evaluate-model"])
+        status = self.add_run(run_dir, name=name or str(up[1]))
+        with self.conn:
+            self.conn.execute("UPDATE runs SET verified_by = ? WHERE run_id = ?",
+                              (self._local_run_id(spec), upload_id))
+        return status
+
     def verified_dump(self) -> bytes:
         """Every verified run, result and metric row, canonically ordered: hash it to prove nothing moved."""
         queries = (
@@ -285,8 +346,8 @@ class Store:
              " JOIN runs u ON u.run_id = r.run_id")
         if verified_only:
             verified = True
-        if verified is not None:
-            q += f" WHERE u.verified = {int(verified)}"
+        if verified is not None:  # an upload re-scored here is listed by its verified run only
+            q += f" WHERE u.verified = {int(verified)}" + ("" if verified else " AND u.verified_by IS NULL")
         df = pd.read_sql_query(q, self.conn)
         df["score"] = df["score"].astype(float)
         return df[ROW_COLUMNS]
