@@ -33,6 +33,7 @@ NO_EXAMPLE_YET = {
     "worldolympiad leaderboard add": "leaderboard/cli.py (examples only on the parent)",
     "worldolympiad leaderboard build": "leaderboard/cli.py (examples only on the parent)",
     "worldolympiad leaderboard serve": "leaderboard/cli.py (examples only on the parent)",
+    "worldolympiad leaderboard rescore": "leaderboard/cli.py (examples only on the parent)",
     "inferix generate": "inferix/cli.py (examples only in the module docstring)",
     "inferix stream": "inferix/cli.py",
     "inferix serve": "inferix/cli.py",
