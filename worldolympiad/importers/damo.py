@@ -10,18 +10,18 @@ Layout::
                              ``--model videos:<root>#<prefix>``)
 
 fps, frame count and resolution come from probing the reference (or, without one, the
-first generated video). Chunk frame ranges, in order of preference:
+first generated video). Chunk frame ranges:
 
-* each chunk's ``interval``, read as the layout writes it: a half-open time range on the
-  reference's clock, ``"[00:00, 00:15)"`` or ``"00:00-00:04"`` (``SS``, ``MM:SS`` or
+* with a reference, each chunk's ``interval``, read as the layout writes it: a half-open time
+  range on the reference's clock, ``"[00:00, 00:15)"`` or ``"00:00-00:04"`` (``SS``, ``MM:SS`` or
   ``HH:MM:SS``, fractions allowed; ``,`` or ``-`` between), or our own ``[start, end]`` /
   ``{"start", "end"}`` in seconds; ``[a, b)`` → frames ``round(a*fps)`` .. ``round(b*fps)``
   (exclusive). An interval that cannot be read, that only some chunks have, that overlaps
   the previous one or that runs past the reference refuses the case (naming the chunk);
   it is never replaced by a guess.
-* without intervals and without a reference, the first generated video's
-  ``*_chunk_timestamps.json`` (``frame_end`` exclusive, see
-  :func:`worldolympiad.video.io.read_chunk_timestamps`);
+* without a reference, the first generated video's ``*_chunk_timestamps.json`` when it has one
+  (the frames are that video's; ``frame_end`` exclusive, see
+  :func:`worldolympiad.video.io.read_chunk_timestamps`), else the intervals;
 * one chunk → the whole video; several chunks without any timing → an even split, recorded
   as such in ``metadata["chunk_boundaries"]`` and reported by ``worldolympiad import``.
 
@@ -113,18 +113,22 @@ def import_case(case_dir: Path, scenario: str, *, suite: str = "", relative_to: 
 
         v = read_video(probe_src)
         n, fps = v.num_frames, v.fps
-    chunks = _chunks_from_intervals(prompts, fps, n, case_dir / "prompt.json")
-    boundaries = "prompt.json intervals"
-    if chunks is None and gens and probe_src == gens[0]:
-        ts = gens[0].with_name(gens[0].stem + "_chunk_timestamps.json")
-        if ts.is_file():
-            _, _, tchunks = read_chunk_timestamps(ts)
-            if len(tchunks) != len(prompts):
-                raise CaseError(f"{ts.name} has {len(tchunks)} chunks but prompt.json has {len(prompts)}; "
-                                "make them match or add intervals to prompt.json")
-            chunks = tuple(Chunk(i, c.frame_start, c.frame_end, prompts[i]["caption"], prompts[i]["action"])
-                           for i, c in enumerate(tchunks))
-            boundaries = f"chunk timestamps ({ts.name})"
+    chunks: tuple[Chunk, ...] | None = None
+    boundaries = ""
+    ts = gens[0].with_name(gens[0].stem + "_chunk_timestamps.json") if gens else None
+    if ts is not None and probe_src == gens[0] and ts.is_file():
+        # No reference: the frames are the generated video's, and its timestamps say where each chunk
+        # lies in it (prompt.json's intervals are times on the source video, which may differ).
+        _, _, tchunks = read_chunk_timestamps(ts)
+        if len(tchunks) != len(prompts):
+            raise CaseError(f"{ts.name} has {len(tchunks)} chunks but prompt.json has {len(prompts)}; "
+                            "make them match")
+        chunks = tuple(Chunk(i, c.frame_start, c.frame_end, prompts[i]["caption"], prompts[i]["action"])
+                       for i, c in enumerate(tchunks))
+        boundaries = f"chunk timestamps ({ts.name})"
+    else:
+        chunks = _chunks_from_intervals(prompts, fps, n, case_dir / "prompt.json")
+        boundaries = "prompt.json intervals"
     if chunks is None and prompts:
         if len(prompts) > n:
             raise CaseError(f"prompt.json has {len(prompts)} chunks but the video has only {n} frames")
