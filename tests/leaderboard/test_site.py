@@ -103,6 +103,45 @@ def test_api_submit_rejects_hostile_and_accepts_valid(site, tmp_path):
     assert row and row[0][table["headers"].index("Status")] == "self-reported"
 
 
+def test_api_poisoning_hijack_and_bloat_leave_verified_rows_byte_identical(site, tmp_path):
+    """Issue 59, acceptance 2, through the site's real upload endpoint."""
+    import hashlib
+    import json
+
+    from gradio_client import Client, handle_file
+
+    from leaderboard.site import dump_table
+
+    from .conftest import MP4, zip_bytes
+
+    def verified() -> tuple[str, str]:
+        with Store(site["db"]) as s:
+            return hashlib.sha256(s.verified_dump()).hexdigest(), dump_table(site["db"])
+
+    c = Client(site["url"], verbose=False)
+    before = verified()
+    with Store(site["db"]) as s:
+        runs = s.runs()
+        victim = runs.loc[runs["model"] == "reference", "run_id"].iloc[0]
+    poison = [result_row("reference", "g0", 0, "physics", 0.0), result_row("reference", "r0", 0, "physics", 0.0)]
+    hijack_spec = {"model": "reference", "suite": "smoke", "tracks": ["physics"], "hash": victim}
+    hijack = zip_bytes({"run_spec.json": json.dumps(hijack_spec).encode(),
+                        "results.jsonl": (json.dumps(poison[0]) + "\n").encode(), "videos/g0__s0.mp4": MP4})
+    wide = [dict(result_row("team:bloat", f"c{i}", 0, "physics", 0.5),
+                 metrics=[{"name": f"m{j}", "raw": 0.5, "normalized": 0.5} for j in range(300)]) for i in range(200)]
+    answers = []
+    for name, data in (("poison", run_archive("reference", poison)), ("hijack", hijack),
+                       ("bloat", run_archive("team:bloat", wide))):
+        path = tmp_path / f"{name}.zip"
+        path.write_bytes(data)
+        answers.append(c.predict(handle_file(str(path)), api_name="/submit")[0])
+    assert answers[0].startswith("Accepted (added)") and answers[1].startswith("Accepted (added)")
+    assert answers[2].startswith("Rejected") and "300 metrics in one row" in answers[2]
+    assert verified() == before  # the dump's hash and the verified table, byte for byte
+    table = c.predict("all", "Rank", "all", "smoke", "verified", api_name="/leaderboard")
+    assert [r[1] for r in table["data"]][0] == "reference"
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make setup installs it)")
 def test_site_in_a_real_browser(site, tmp_path):
@@ -148,9 +187,16 @@ def test_site_in_a_real_browser(site, tmp_path):
         page.wait_for_function("() => !document.querySelector('#table').innerText.includes('inferix:tiny')")
         assert "perturbed:vanish@1" in table.inner_text()
 
-        # Model page
+        # Model page: it opens on the first ranked model with its cases already shown (issue 58.4) ...
         page.get_by_role("tab", name="Model").click()
+        page.locator("#cases").get_by_text("r0").first.wait_for(timeout=30_000)
+        assert page.locator("#model input").input_value() == "reference"
+        page.screenshot(path=str(SHOTS / "03a_model_tab_opens_populated.png"), full_page=True)
+        # ... and picking another model, then the same one again, reloads each time.
+        choose("model", "inferix:tiny")
+        page.wait_for_function("() => document.querySelector('#cases').innerText.includes('0.1')")
         choose("model", "reference")
+        page.wait_for_function("() => document.querySelector('#cases').innerText.includes('0.9')")
         page.locator("#cases").get_by_text("r0").first.wait_for(timeout=30_000)
         # A case row opens its videos side by side, and the browser decodes both: the generated one
         # is H.264 4:4:4 (what the evaluator stores), the reference the evaluator's 4:2:0 copy.
@@ -185,7 +231,18 @@ def test_site_in_a_real_browser(site, tmp_path):
         page.locator("#upload input[type=file]").set_input_files(str(good))
         page.wait_for_function("() => document.querySelector('#submit_status textarea').value.startsWith('Accepted')",
                                timeout=30_000)
+        page.wait_for_function("() => document.querySelector('#submitted').innerText.includes('team:browser-model')",
+                               timeout=30_000)
         page.screenshot(path=str(SHOTS / "05_accepted.png"), full_page=True)
+        # Verified and self-reported runs are two lists, never ranked together (issue 58.4).
+        page.get_by_role("tab", name="Leaderboard").click()
+        assert "[upload" not in table.inner_text() and "team:browser-model" not in table.inner_text()
+        page.locator("#view").get_by_text("self-reported", exact=True).click()
+        page.wait_for_function("() => document.querySelector('#table').innerText.includes('team:browser-model')",
+                               timeout=30_000)
+        text = table.inner_text()
+        assert "perturbed:vanish@1" not in text and "inferix:tiny" not in text
+        page.screenshot(path=str(SHOTS / "06_self_reported_apart.png"), full_page=True)
         browser.close()
     with Store(site["db"]) as store:
         runs = store.runs()
