@@ -14,9 +14,12 @@ Run directory (DESIGN.md §4)::
 
 Work is split into units of one (case, seed) with the tracks still to do, so a video is
 generated (or read) once and then scored by every pending track. Rows stream back to the
-parent one at a time; a SIGKILL loses at most the row being computed. Resume reads
-``results.jsonl`` (dropping a trailing partial line) and skips every (case, seed, track)
-already present.
+parent one at a time; a SIGKILL loses at most the row being computed, and workers die with
+the parent (:func:`die_with_parent`). Resume reads ``results.jsonl`` (dropping a trailing
+partial line; damaged lines go to ``results.jsonl.quarantine``) and skips every
+(case, seed, track) already present whose inputs are unchanged: each row records per-file
+fingerprints of what it was computed from (:mod:`worldolympiad.inputs`), so a replaced
+video, an edited case or a video that now exists recomputes exactly its own rows.
 
 Failure policy: nothing except an unusable suite stops a run. A broken case, an unknown
 model, a failed generation, a crashing track each become rows with ``status="failed"``
