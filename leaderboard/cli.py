@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 from pathlib import Path
 
 from leaderboard.store import DEFAULT_DB, Store
@@ -79,8 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "build":
         import pandas as pd
 
-        from leaderboard.site import SELF_REPORTED, VERIFIED, board_table
+        from leaderboard.site import SELF_REPORTED, VERIFIED, available_suites, board_table
 
+        known = available_suites(Path(args.db))
+        if args.suite and args.suite not in known:
+            close = difflib.get_close_matches(args.suite, known, n=1)
+            print(f"error: no scored run on suite {args.suite!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+                  + f" (suites: {', '.join(known) or 'none yet'})")
+            return 2
         df = board_table(Path(args.db), args.scenario or "", suite=args.suite,
                          view=SELF_REPORTED if args.self_reported else VERIFIED)
         df = df.drop(columns=[c for c in ("Key",) if c in df])

@@ -1,13 +1,18 @@
 """The Gradio leaderboard site (``worldolympiad leaderboard serve``).
 
-Tabs: the leaderboard table (published row format + CI and coverage columns, filter by
-scenario and model family, sort by any column, a bar plot), a per-model page (per-case
-scores with the generated video next to the reference), metric documentation drawn from
-the schema and the tracks' ``track.yaml``, and a submission tab that validates an
-uploaded archive and lists it as *self-reported* until the maintainers re-run it.
+Tabs: the leaderboard table (published row format + CI and coverage columns; verified or
+self-reported runs, one suite, filter by scenario and model family, sort by any column, a
+bar plot), a per-model page (per-case scores with the generated video next to the
+reference; it opens on the first ranked model), metric documentation drawn from the schema
+and the tracks' ``track.yaml``, and a submission tab that validates an uploaded archive and
+lists it as *self-reported*, apart from verified runs, until its videos are re-scored here.
 
-API endpoints (for ``gradio_client``): ``/leaderboard``, ``/model_cases``, ``/case_videos``,
-``/submit``, ``/metrics_doc``.
+The table is honest by construction (:func:`board_table`): verified and self-reported runs
+are never ranked together, suites are never pooled, a model is ranked only with every track
+of the suite, and runs with no score are not listed.
+
+API endpoints (for ``gradio_client``): ``/leaderboard`` (scenario, sort_by, family, suite,
+view), ``/model_cases``, ``/case_videos``, ``/submit``, ``/metrics_doc``.
 """
 
 from __future__ import annotations
@@ -56,8 +61,8 @@ def display_names(runs: pd.DataFrame) -> dict[str, str]:
     out: dict[str, str] = {}
     for _, r in runs.sort_values("added_at").iterrows():
         key = str(r["model"])
-        if r["source"] == "submission":
-            out[key] = f"{r['display']} [upload {r['run_id']}]"
+        if r["source"] == "submission":  # before migration 4 an upload had no display name
+            out[key] = f"{r['display'] or key} [upload {r['run_id']}]"
         elif isinstance(r["display"], str) and r["display"]:
             out[key] = r["display"]
         else:
@@ -116,6 +121,14 @@ def board_table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = 
 
 
 _table = board_table  # the name older callers use
+
+
+def available_suites(db: Path) -> list[str]:
+    """Suites with verified runs (the default first), then those with only self-reported ones."""
+    with Store(db) as store:
+        verified = suites(scored_runs(store.rows(verified=True)))
+        uploaded = suites(scored_runs(store.rows(verified=False)))
+    return verified + [x for x in uploaded if x not in verified]
 
 
 def model_choices(db: Path) -> list[tuple[str, str]]:
@@ -240,8 +253,7 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
             return [ALL, *sorted({model_family(m) for m in store.rows()["model"].unique()})]
 
     def suite_names() -> list[str]:
-        with Store(db) as store:
-            return suites(scored_runs(store.rows(verified=True))) or suites(scored_runs(store.rows()))
+        return available_suites(db)
 
     def leaderboard(scenario: str, sort_by: str, family: str, suite: str = "",
                     view: str = VERIFIED) -> pd.DataFrame:

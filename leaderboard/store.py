@@ -187,13 +187,7 @@ class Store:
         """
         content = _content_hash(sub.rows)
         run_id = "u" + hashlib.sha256((json.dumps(sub.spec, sort_keys=True) + content).encode()).hexdigest()[:11]
-        n_metrics = sum(len(r.get("metrics") or ()) for r in sub.rows)
-        cap = int(submission_limits()["max_store_upload_metric_rows"])
-        used = int(self.conn.execute("SELECT COUNT(*) FROM metrics m JOIN runs u ON u.run_id = m.run_id "
-                                     "WHERE u.source = 'submission' AND u.run_id != ?", (run_id,)).fetchone()[0])
-        if used + n_metrics > cap:
-            raise SubmissionError([f"the leaderboard holds {used} uploaded metric values and takes at most {cap}; "
-                                   "uploads are closed until the maintainers make room"])
+        self._check_upload_budget(run_id, sum(len(r.get("metrics") or ()) for r in sub.rows), len(archive or b""))
         stored = None
         if archive is not None:
             stored = self.uploads_dir / f"{run_id}.zip"
@@ -203,6 +197,21 @@ class Store:
                                  source="submission", display=str(sub.spec["model"]),
                                  archive=str(stored) if stored else None)
         return status, run_id
+
+    def _check_upload_budget(self, run_id: str, n_metrics: int, n_bytes: int) -> None:
+        """Uploads together may hold so many metric values and archive bytes; then they are refused."""
+        limits = submission_limits()
+        used = int(self.conn.execute("SELECT COUNT(*) FROM metrics m JOIN runs u ON u.run_id = m.run_id "
+                                     "WHERE u.source = 'submission' AND u.run_id != ?", (run_id,)).fetchone()[0])
+        if used + n_metrics > int(limits["max_store_upload_metric_rows"]):
+            raise SubmissionError([f"the leaderboard holds {used} uploaded metric values and takes at most "
+                                   f"{limits['max_store_upload_metric_rows']}; uploads are closed until the "
+                                   "maintainers make room"])
+        kept = sum(p.stat().st_size for p in self.uploads_dir.glob("*.zip")) if self.uploads_dir.is_dir() else 0
+        if kept + n_bytes > int(limits["max_store_upload_bytes"]):
+            raise SubmissionError([f"kept upload archives take {kept} bytes and at most "
+                                   f"{limits['max_store_upload_bytes']} are allowed; uploads are closed until the "
+                                   "maintainers make room"])
 
     @property
     def uploads_dir(self) -> Path:

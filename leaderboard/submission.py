@@ -41,7 +41,7 @@ class SubmissionError(ValueError):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__("submission rejected: " + "; ".join(problems))
+        super().__init__("rejected: " + "; ".join(problems))
 
 
 @dataclass
@@ -78,7 +78,7 @@ DEFAULT_LIMITS: dict[str, Any] = {
     "max_archive_bytes": 50 * 2**20, "max_uncompressed_bytes": 200 * 2**20, "max_compression_ratio": 100,
     "ratio_check_min_bytes": 8 * 2**20, "max_members": 2000, "max_rows": 5000, "max_name_length": 80,
     "max_metrics_per_row": 64, "max_metric_rows": 20000, "max_row_bytes": 64 * 2**10, "max_json_depth": 32,
-    "max_seed": 2**32 - 1, "max_store_upload_metric_rows": 2_000_000,
+    "max_seed": 2**32 - 1, "max_store_upload_metric_rows": 2_000_000, "max_store_upload_bytes": 5 * 2**30,
     "allowed_suffixes": [".jsonl", ".json", ".mp4", ".txt", ".md"],
 }
 

@@ -145,3 +145,15 @@ def test_the_model_tab_opens_populated_and_re_picking_reloads(db):
     events = {(fn.name, event) for fn in app.fns.values() for block, event in fn.targets
               if block == blocks["model"]._id}
     assert ("model_cases", "select") in events  # `change` alone does not fire when the same model is picked
+
+
+def test_build_prints_one_suite_and_names_a_misspelt_one(db, tmp_path, capsys):
+    assert submit_archive(run_archive("team:up", full_rows("team:up", 1.0)), db).startswith("Accepted")
+    assert lb_main(["--db", str(db), "build"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("reference") < out.index("repeat-first-frame") and "team:up" not in out
+    assert lb_main(["--db", str(db), "build", "--self-reported"]) == 0
+    out = capsys.readouterr().out
+    assert "team:up [upload u" in out and "repeat-first-frame" not in out
+    assert lb_main(["--db", str(db), "build", "--suite", "smok"]) == 2
+    assert "did you mean 'smoke'?" in capsys.readouterr().out

@@ -196,3 +196,13 @@ def test_the_site_does_not_show_errors_to_users(tmp_path, monkeypatch):
     monkeypatch.setattr(site, "build_app", lambda db: App())
     site.serve(tmp_path / "lb.sqlite", block=False)
     assert seen["show_error"] is False
+
+
+def test_the_store_refuses_uploads_past_its_kept_archive_budget(db, monkeypatch):
+    import leaderboard.store as store_mod
+
+    first = run_archive("team:c")
+    limits = store_mod.submission_limits() | {"max_store_upload_bytes": len(first) + 10}
+    monkeypatch.setattr(store_mod, "submission_limits", lambda: limits)
+    assert submit_archive(first, db).startswith("Accepted")
+    assert "kept upload archives take" in submit_archive(run_archive("team:d"), db)
