@@ -66,6 +66,37 @@ def stamp_file(path: Path, known: Mapping[str, Stamp] | None = None) -> Stamp:
     return {"path": key, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha}
 
 
+#: suffixes of the files that make a model folder's numbers (weights and configs; not READMEs)
+WEIGHT_SUFFIXES: tuple[str, ...] = (".json", ".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".yaml", ".yml",
+                                    ".model", ".txt")
+_WHOLE_FILE = 64 << 20
+
+
+def folder_fingerprint(root: Path) -> str | None:
+    """12 hex digits over a model folder's weight and config files (relative path, size, content), or
+    ``None`` when there are none. Files over 64 MiB are keyed by size and their first and last MiB, so a
+    multi-GB checkpoint is not read whole on every run."""
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        return None
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in WEIGHT_SUFFIXES)
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for p in files:
+        size = p.stat().st_size
+        h.update(f"{p.relative_to(root).as_posix()}:{size}\n".encode())
+        with open(p, "rb") as f:
+            if size <= _WHOLE_FILE:
+                while block := f.read(_CHUNK):
+                    h.update(block)
+            else:
+                h.update(f.read(_CHUNK))
+                f.seek(-_CHUNK, 2)
+                h.update(f.read(_CHUNK))
+    return h.hexdigest()[:12]
+
+
 def case_stamp(case: Case) -> Stamp:
     """The case's content (every field, the suite name included; not where its file lives)."""
     blob = json.dumps(case.to_dict(), sort_keys=True, separators=(",", ":"), default=str)

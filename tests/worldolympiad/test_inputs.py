@@ -139,3 +139,19 @@ def test_stamp_fast_path_reads_nothing_when_size_and_mtime_match(tmp_path):
     assert changed_inputs({"model.video": first}, {"model.video": stamp_file(f)}) == ["model.video"]
     assert changed_inputs({"case": {"sha256": "x"}}, {"case": {"sha256": "x"}}) == []
     assert changed_inputs({}, {"a": {"path": "p", "missing": True}}) == ["a"]
+
+
+def test_new_weights_in_a_diffusers_folder_start_a_new_run(tmp_path):
+    from worldolympiad.evaluator import make_run_spec
+
+    pipe = tmp_path / "pipe"
+    (pipe / "transformer").mkdir(parents=True)
+    (pipe / "model_index.json").write_text('{"_class_name": "WanPipeline"}')
+    weights = pipe / "transformer" / "diffusion_pytorch_model.safetensors"
+    weights.write_bytes(b"\0" * 1000)
+    first = make_run_spec(f"diffusers:{pipe}", "smoke", ["interaction"])
+    assert first.model_fingerprint
+    (pipe / "README.md").write_text("notes")  # not a weight or config file
+    assert make_run_spec(f"diffusers:{pipe}", "smoke", ["interaction"]).hash == first.hash
+    weights.write_bytes(b"\0" * 999 + b"\1")
+    assert make_run_spec(f"diffusers:{pipe}", "smoke", ["interaction"]).hash != first.hash

@@ -50,6 +50,14 @@ class DiffusersModel(WorldModel):
     interactive = False
 
     @classmethod
+    def fingerprint(cls, arg: str | None) -> str | None:
+        """Digest of the pipeline folder's weights and configs (part of the run hash, so new weights in the
+        same folder start a new run instead of reusing the old rows)."""
+        from worldolympiad.inputs import folder_fingerprint
+
+        return folder_fingerprint(Path(arg)) if arg else None
+
+    @classmethod
     def check(cls, arg: str | None) -> None:
         """Fail fast on a folder without a pipeline, or a hub id (weights are never downloaded).
 
