@@ -106,6 +106,29 @@ def test_no_process_of_the_run_remains_5_s_after_timeout(tmp_path):
     _assert_gone_within(marker, 5)
 
 
+def test_the_watchdog_alone_ends_an_orphaned_worker(tmp_path):
+    """Without the parent-death signal (not Linux), the getppid watchdog still ends the worker."""
+    marker = uuid.uuid4().hex
+    armed = tmp_path / "armed"
+    child = ("import os, sys, time; sys.platform = 'not-linux'; import worldolympiad.evaluator as ev; "
+             f"ev.PARENT_POLL_S = 0.1; ev.die_with_parent(os.getppid()); open({str(armed)!r}, 'w').close(); "
+             "time.sleep(120)")
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(120)"
+    proc = subprocess.Popen([sys.executable, "-c", parent], env={**wo_testlib.subprocess_env(), "WO_RUN_MARKER": marker})
+    try:
+        deadline = time.time() + 60
+        while not armed.exists():
+            assert time.time() < deadline and proc.poll() is None, "the child never armed its watchdog"
+            time.sleep(0.05)
+        assert len(_processes_with(marker)) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _assert_gone_within(marker, 3)
+
+
 def test_a_damaged_results_line_is_quarantined_with_a_warning(videos_suite, tmp_path, caplog):
     suite, vids = videos_suite
     spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"], [0])
