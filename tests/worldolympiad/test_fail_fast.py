@@ -88,3 +88,18 @@ def test_warnings_are_kept_when_the_rows_are_read_back(videos_suite, tmp_path):
     row = TrackResult("c", "m", 0, "t", 0.5, warnings=["short: 4 frames"], inputs={"case": {"sha256": "x"}})
     back = TrackResult.from_dict(json.loads(json.dumps(row.to_dict())))
     assert back.warnings == row.warnings and back.inputs == row.inputs
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--tracks", "countng"], "unknown track(s) countng (did you mean 'counting'?)"),
+    (["--judge", "opnai:http://x#m"], "unknown judge 'opnai:http://x#m' (did you mean 'openai'?)"),
+    (["--out", "{suite}"], "is a file; pass a folder"),
+], ids=["tracks", "judge", "out-file"])
+def test_other_flags_exit_2_with_did_you_mean(videos_suite, tmp_path, capsys, flags, says):
+    suite, vids = videos_suite
+    argv = ["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting", "--out", str(tmp_path / "r"),
+            "--no-progress", "--no-report"] + [f.format(suite=suite) for f in flags]
+    assert evaluate_main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from worldolympiad.types import RunSpec
 
 # The model run when none is given: the world model shipped inside Inferix
-# (inferix/weights/reference_world, trained by `inferix train`; see its MODEL_CARD.md).
+# (inferix/weights/reference_world, trained by `reference-world-lab train`; see its MODEL_CARD.md).
 DEFAULT_MODEL = "inferix:reference-world"
 DEFAULT_SUITE = "smoke"
 # Where the leaderboard of a --baselines run goes, under --out.
@@ -119,6 +119,17 @@ def _parse_list(text: str, what: str) -> list[str]:
     return items
 
 
+def _did_you_mean(names: Sequence[str], known: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the first of ``names`` close to a known one, else ``""``."""
+    import difflib
+
+    for name in names:
+        close = difflib.get_close_matches(name, list(known), n=2, cutoff=0.5)
+        if close:
+            return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+    return ""
+
+
 def _parse_seeds(text: str) -> list[int]:
     try:
         seeds = [int(x) for x in _parse_list(text, "seeds")]
@@ -147,16 +158,21 @@ def _plan(args: argparse.Namespace) -> _Plan:
     tracks = _parse_list(args.tracks, "tracks")
     unknown = [t for t in tracks if t not in TRACKS]
     if unknown:
-        raise UsageError(f"unknown track(s) {', '.join(unknown)}; known: {', '.join(TRACKS.names())}")
+        raise UsageError(f"unknown track(s) {', '.join(unknown)}{_did_you_mean(unknown, TRACKS.names())}; "
+                         f"known: {', '.join(TRACKS.names())}")
     seeds = _parse_seeds(args.seeds)
     judge_prefix, _ = parse_spec(args.judge)
     if judge_prefix not in JUDGES:
-        raise UsageError(f"unknown judge {args.judge!r}; use none, hf:PATH or openai:BASE_URL#MODEL "
+        raise UsageError(f"unknown judge {args.judge!r}{_did_you_mean([judge_prefix], JUDGES.names())}; "
+                         "use none, hf:PATH or openai:BASE_URL#MODEL "
                          f"(known: {', '.join(JUDGES.names())})")
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit must be >= 1, got {args.limit}")
+    out = Path(args.out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; pass a folder (run directories are made inside it)")
     options = parse_options(args.option)
     config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
                         retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress)
