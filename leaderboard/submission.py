@@ -33,6 +33,7 @@ _METRIC_OK = re.compile(r"\A[A-Za-z0-9_.\-]{1,80}\Z")
 _SUITE_OK = re.compile(r"\A[A-Za-z0-9_./:@+\-#~ ]+\Z")  # a suite name or the path of a suite file
 _NONFINITE = ("inf", "-inf", "nan")  # how the evaluator writes raw values JSON cannot hold
 STATUSES = ("ok", "not_applicable", "failed")
+_LINE_PROBLEM = re.compile(r"\Aresults\.jsonl line (\d+): (.*)\Z", re.S)
 RESERVED_PREFIX = "upload:"  # the store's namespace for uploaded runs (see leaderboard.store)
 
 
@@ -206,8 +207,23 @@ def _unreadable(what: str, e: BaseException) -> str:
             "forged — re-create the archive with `zip -r run.zip RUN_DIR`")
 
 
-def _capped(problems: list[str], n: int = 50) -> list[str]:
-    return problems[:n] + ([f"... ({len(problems) - n} more problems)"] if len(problems) > n else [])
+def _capped(problems: list[str], n: int = 20) -> list[str]:
+    """Problems for one status line: the same problem on many lines is said once, with the line numbers."""
+    by_msg: dict[str, list[str]] = {}
+    for p in problems:
+        m = _LINE_PROBLEM.match(p)
+        msg, line = (m.group(2), m.group(1)) if m else (p, "")
+        by_msg.setdefault(msg, []).append(line)
+    out = []
+    for msg, lines in by_msg.items():
+        lines = [x for x in lines if x]
+        if not lines:
+            out.append(msg)
+        elif len(lines) == 1:
+            out.append(f"results.jsonl line {lines[0]}: {msg}")
+        else:
+            out.append(f"results.jsonl lines {', '.join(lines[:5])}{', ...' if len(lines) > 5 else ''}: {msg}")
+    return out[:n] + ([f"... ({len(out) - n} more problems)"] if len(out) > n else [])
 
 
 def parse_spec(data: bytes | str) -> dict[str, Any]:
