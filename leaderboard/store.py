@@ -21,6 +21,7 @@ validated with :func:`leaderboard.submission.run_problems` before it is written.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import re
@@ -99,6 +100,16 @@ def _content_hash(rows: Iterable[dict[str, Any]]) -> str:
     return hashlib.sha256("\n".join(sorted(json.dumps(r, sort_keys=True) for r in rows)).encode()).hexdigest()
 
 
+def _missing_videos(run_dir: Path, rows: list[dict[str, Any]]) -> list[str]:
+    """"Verified" means scored here from videos: each scored (case, seed) has its video in RUN/videos."""
+    keys = sorted({(str(r["case_id"]), int(r["seed"])) for r in rows if r.get("status", "ok") == "ok"})
+    missing = [f"{c}__s{s}" for c, s in keys if not any((run_dir / "videos").glob(f"{glob.escape(c)}__s{s}.*"))]
+    if not missing:
+        return []
+    return [f"{len(missing)} scored case(s) have no video in {run_dir / 'videos'} (e.g. {missing[0]}.mp4); "
+            "verified means scored here from videos — re-run evaluate-model, or add it with --self-reported"]
+
+
 def model_family(spec: str) -> str:
     """``inferix:reference-world`` → ``inferix``; ``perturbed:vanish@1`` → ``perturbed``."""
     return spec.split(":", 1)[0] if ":" in spec else spec
@@ -162,6 +173,8 @@ class Store:
         problems = run_problems(spec, rows, limits=limits)
         if name is not None and not problems:
             problems = run_problems(spec | {"model": name}, [], limits=limits)
+        if verified and not problems:
+            problems = _missing_videos(run_dir, rows)
         if problems:
             raise SubmissionError(problems)
         run_id = self._local_run_id(spec)

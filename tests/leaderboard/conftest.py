@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2"  # an mp4 signature; uploads are not decoded
+
 
 def result_row(model, case, seed, track, score, status="ok", scenario="gaming", version="1"):
     return {"case_id": case, "model": model, "seed": seed, "track": track, "track_version": version,
@@ -14,13 +16,19 @@ def result_row(model, case, seed, track, score, status="ok", scenario="gaming", 
             "coverage": {}, "artifacts": {}, "timings": {}, "errors": []}
 
 
-def write_run(root: Path, model: str, rows: list[dict], suite: str = "smoke") -> Path:
+def write_run(root: Path, model: str, rows: list[dict], suite: str = "smoke", videos: bool = True) -> Path:
+    """A run directory as evaluate-model writes it; ``videos``: an (undecoded) mp4 per scored case and seed."""
     spec = {"model": model, "suite": suite, "tracks": sorted({r["track"] for r in rows}), "seeds": [0],
             "judge": "none", "options": [], "track_versions": [], "hash": f"h{abs(hash((model, suite))) % 10**10}"}
     d = root / f"{model.replace(':', '-')}__{suite}"
     d.mkdir(parents=True, exist_ok=True)
     (d / "run_spec.json").write_text(json.dumps(spec))
     (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if videos:
+        (d / "videos").mkdir(exist_ok=True)
+        for r in rows:
+            if r.get("status") == "ok" and "case_id" in r and isinstance(r.get("seed"), int):
+                (d / "videos" / f"{r['case_id']}__s{r['seed']}.mp4").write_bytes(MP4)
     return d
 
 
@@ -34,9 +42,6 @@ def zip_bytes(members: dict[str, bytes], *, mode_for: dict[str, int] | None = No
                 info.external_attr = mode_for[name] << 16
             zf.writestr(info, data)
     return buf.getvalue()
-
-
-MP4 = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2"  # an mp4 signature; uploads are not decoded
 
 
 def run_archive(model="team:my-model", rows=None, suite="smoke", videos=True, **extra: bytes) -> bytes:

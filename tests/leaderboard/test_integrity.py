@@ -206,3 +206,12 @@ def test_the_store_refuses_uploads_past_its_kept_archive_budget(db, monkeypatch)
     monkeypatch.setattr(store_mod, "submission_limits", lambda: limits)
     assert submit_archive(first, db).startswith("Accepted")
     assert "kept upload archives take" in submit_archive(run_archive("team:d"), db)
+
+
+def test_leaderboard_add_marks_verified_only_a_run_with_its_videos(tmp_path, capsys):
+    run = write_run(tmp_path, "hand-made", [result_row("hand-made", "c0", 0, "physics", 0.9)], videos=False)
+    db = tmp_path / "lb.sqlite"
+    assert lb_main(["--db", str(db), "add", str(run)]) == 1
+    assert "verified means scored here from videos" in capsys.readouterr().out
+    assert lb_main(["--db", str(db), "add", "--self-reported", str(run)]) == 0
+    assert board_table(db, view=VERIFIED).empty  # 85cf2c2 listed it as verified

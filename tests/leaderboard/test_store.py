@@ -45,6 +45,7 @@ def test_a_resumed_run_with_more_rows_updates_without_duplicates(tmp_path):
         s.add_run(d)
         rows.append(result_row("m", "c1", 0, "physics", 0.7))
         (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (d / "videos" / "c1__s0.mp4").write_bytes((d / "videos" / "c0__s0.mp4").read_bytes())
         assert s.add_run(d) == "updated"
         assert s.counts()["results"] == 2 and s.counts()["runs"] == 1
 
