@@ -91,14 +91,18 @@ def test_workers_die_when_the_parent_is_killed(tmp_path, sig):
 
 
 def test_no_process_of_the_run_remains_5_s_after_timeout(tmp_path):
-    """Issue 59's acceptance: `timeout N evaluate-model --workers 2 ...` leaves nothing behind."""
+    """Issue 59's acceptance: `timeout N evaluate-model --workers 2 ...` leaves nothing behind.
+
+    (GNU timeout signals the child's whole process group, so this passed before too; the parent-only
+    kills above are what the parent-death signal fixed.) N is 15 s to keep the default run short: the
+    workers are usually busy after 5-8 s; on a loaded machine they may still be starting, which the
+    check covers as well (a worker whose parent died before it armed the signal exits at once)."""
     args, calls = _run_args(tmp_path)
     marker = f"WO_RUN_MARKER={uuid.uuid4().hex}"
     env = {**wo_testlib.subprocess_env(), "WO_RUN_MARKER": marker.split("=", 1)[1]}
-    proc = subprocess.Popen(["timeout", "30", sys.executable, "-c", CODE, *args], env=env,
+    proc = subprocess.Popen(["timeout", "15", sys.executable, "-c", CODE, *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_for_calls(calls, 2, proc, seconds=28)
         assert proc.wait(timeout=60) == 124  # timeout's own exit code: it sent SIGTERM
     finally:
         if proc.poll() is None:
