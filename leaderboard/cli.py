@@ -47,23 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         if (args.name is not None or args.verifies) and len(args.run_dirs) != 1:
             print(f"error: --name/--verifies take one run directory; got {len(args.run_dirs)} — add them one by one")
             return 2
-        code = 0
-        with Store(args.db) as store:
-            for d in args.run_dirs:
-                try:
-                    if args.verifies:
-                        print(f"{d}: {store.verify_upload(args.verifies, d, name=args.name)} (verifies upload "
-                              f"{args.verifies})")
-                    else:
-                        print(f"{d}: {store.add_run(d, verified=not args.self_reported, name=args.name)}")
-                    _warn_damaged(Path(d))
-                except SubmissionError as e:
-                    print(f"{d}: rejected: {'; '.join(e.problems[:5])}" + (" ..." if len(e.problems) > 5 else ""))
-                    code = 1
-                except (FileNotFoundError, ValueError) as e:
-                    print(f"{d}: error: {e}")
-                    code = 1
-        return code
+        return _add(args)
     if args.cmd == "rescore":
         with Store(args.db) as store:
             try:
@@ -123,3 +107,36 @@ def _seeds_flag(spec_json: str) -> str:
     seeds = json.loads(spec_json).get("seeds")
     ok = isinstance(seeds, list) and seeds and all(isinstance(x, int) and not isinstance(x, bool) for x in seeds)
     return f" --seeds {','.join(map(str, seeds))}" if ok else ""
+
+
+def _add(args: argparse.Namespace) -> int:
+    """``add``: one line per folder; exit 1 if a run was refused, 2 if no folder was a run directory.
+
+    ``add runs/*`` meets folders that are not runs (``runs/leaderboard``, written by
+    evaluate-model): they are skipped with a note instead of failing the whole command.
+    """
+    code, n_runs = 0, 0
+    with Store(args.db) as store:
+        for d in args.run_dirs:
+            if Path(d).is_dir() and not any((Path(d) / f).exists() for f in ("run_spec.json", "results.jsonl")):
+                print(f"{d}: skipped (not a run directory: no run_spec.json or results.jsonl)")
+                continue
+            n_runs += 1
+            try:
+                if args.verifies:
+                    print(f"{d}: {store.verify_upload(args.verifies, d, name=args.name)} (verifies upload "
+                          f"{args.verifies})")
+                else:
+                    print(f"{d}: {store.add_run(d, verified=not args.self_reported, name=args.name)}")
+                _warn_damaged(Path(d))
+            except SubmissionError as e:
+                print(f"{d}: rejected: {'; '.join(e.problems[:5])}" + (" ..." if len(e.problems) > 5 else ""))
+                code = 1
+            except (FileNotFoundError, ValueError) as e:
+                print(f"{d}: error: {e}")
+                code = 1
+    if n_runs == 0:
+        print("error: none of these folders is a run directory; pass the folders evaluate-model wrote "
+              "(RUN_DIR/run_spec.json + results.jsonl)")
+        return 2
+    return code

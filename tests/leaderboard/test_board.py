@@ -157,3 +157,12 @@ def test_build_prints_one_suite_and_names_a_misspelt_one(db, tmp_path, capsys):
     assert "team:up [upload u" in out and "repeat-first-frame" not in out
     assert lb_main(["--db", str(db), "build", "--suite", "smok"]) == 2
     assert "did you mean 'smoke'?" in capsys.readouterr().out
+
+
+def test_add_runs_star_skips_folders_that_are_not_runs(tmp_path, capsys):
+    run = write_run(tmp_path / "runs", "m", full_rows("m", 0.5))
+    (tmp_path / "runs" / "leaderboard").mkdir()  # what evaluate-model writes beside its runs
+    db = tmp_path / "lb.sqlite"
+    assert lb_main(["--db", str(db), "add", str(run), str(tmp_path / "runs" / "leaderboard")]) == 0
+    assert "leaderboard: skipped (not a run directory" in capsys.readouterr().out
+    assert lb_main(["--db", str(db), "add", str(tmp_path / "runs" / "leaderboard")]) == 2
