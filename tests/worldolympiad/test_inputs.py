@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import wo_testlib
 
 from worldolympiad.cli.evaluate import main as evaluate_main
@@ -155,3 +156,24 @@ def test_new_weights_in_a_diffusers_folder_start_a_new_run(tmp_path):
     assert make_run_spec(f"diffusers:{pipe}", "smoke", ["interaction"]).hash == first.hash
     weights.write_bytes(b"\0" * 999 + b"\1")
     assert make_run_spec(f"diffusers:{pipe}", "smoke", ["interaction"]).hash != first.hash
+
+
+def test_a_replaced_npz_of_raw_frames_is_stored_and_scored_again(tmp_path):
+    """Raw frames are re-encoded into the run's videos/: the stored copy of the old frames must not be reused."""
+    vids = tmp_path / "videos"
+    vids.mkdir()
+    cases = [wo_testlib.case_dict(f"n{i}") for i in range(2)]
+    for c in cases:
+        np.savez(vids / f"{c['id']}.npz", frames=wo_testlib.frames_for(c["id"]), fps=np.float64(8))
+    suite = wo_testlib.write_suite(tmp_path / "suite.json", cases)
+    out, calls = tmp_path / "runs", tmp_path / "calls.txt"
+    assert evaluate_main(_args(vids, suite, out, calls)) == 0
+    before = _rows(out)
+    np.savez(vids / "n1.npz", frames=wo_testlib.frames_for("n1", seed=3), fps=np.float64(8))
+    assert evaluate_main(_args(vids, suite, out, calls)) == 0
+    after = _rows(out)
+    assert after[("n0", 0, "counting")] == before[("n0", 0, "counting")]
+    fresh = tmp_path / "fresh"
+    assert evaluate_main(_args(vids, suite, fresh, tmp_path / "c2.txt")) == 0
+    assert after[("n1", 0, "counting")]["score"] == _rows(fresh)[("n1", 0, "counting")]["score"]
+    assert after[("n1", 0, "counting")]["score"] != before[("n1", 0, "counting")]["score"]
