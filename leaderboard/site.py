@@ -363,8 +363,13 @@ def _submitted_suite(status: str, db: Path) -> str:
 
 
 def serve(db: str | Path, host: str = "127.0.0.1", port: int = 7860, block: bool = True) -> Any:
+    from leaderboard.submission import submission_limits
+
     app = build_app(db)
-    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, show_error=False)
+    # No tracebacks to users (a hostile upload must get one line), and no upload past the archive
+    # limit even reaches the validator.
+    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, show_error=False,
+               max_file_size=int(submission_limits()["max_archive_bytes"]))
     return app
 
 

@@ -195,7 +195,7 @@ def test_the_site_does_not_show_errors_to_users(tmp_path, monkeypatch):
 
     monkeypatch.setattr(site, "build_app", lambda db: App())
     site.serve(tmp_path / "lb.sqlite", block=False)
-    assert seen["show_error"] is False
+    assert seen["show_error"] is False and seen["max_file_size"] == 50 * 2**20
 
 
 def test_the_store_refuses_uploads_past_its_kept_archive_budget(db, monkeypatch):
