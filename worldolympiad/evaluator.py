@@ -320,8 +320,8 @@ class JsonlAppender:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_bytes(b"".join(kept))
         tmp.replace(self.path)
-        logger.warning("%s: %d damaged line(s) (not UTF-8 or not a JSON row) moved to %s; their rows are "
-                       "computed again", self.path, len(damaged), self.quarantine_path)
+        logger.warning("%s: %d damaged line(s) (not UTF-8 or not a JSON row) moved to %s; any row they held "
+                       "is computed again", self.path, len(damaged), self.quarantine_path)
 
     def append(self, row: Mapping[str, Any]) -> None:
         data = (json.dumps(row, separators=(",", ":")) + "\n").encode()

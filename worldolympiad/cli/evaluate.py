@@ -50,7 +50,10 @@ examples:
   evaluate-model --model reference --judge openai:http://localhost:8000/v1#qwen2.5-vl --option physics.samples=3
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
-timings.jsonl and summary.json; rerunning the same command resumes it.
+timings.jsonl and summary.json; rerunning the same command resumes it: finished rows are reused
+unless their inputs changed (a replaced video, an edited case, a video that now exists: every row
+records its input files' fingerprints), and failed rows are reused unless --retry-failed is given.
+A --model that cannot work (a misspelt kind, a missing folder, a hub id) exits 2 before any work.
 
 --baselines (on when --model is not given, off when it is) then scores the leaderboard baselines
 (repeat-first-frame, inferix:reference-world-random, inferix:reference-world, reference; the main
