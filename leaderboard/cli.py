@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {'; '.join(e.problems)}")
                 return 2
         print(f"wrote {len(files)} files to {args.out}; now re-score them and list the result as verified:\n"
-              f"  worldolympiad evaluate-model --model videos:{args.out} --suite {suite}{_seeds_flag(spec_json)} --out runs\n"
+              f"  evaluate-model --model videos:{args.out} --suite {suite}{_seeds_flag(spec_json)} --no-baselines "
+              "--out runs\n"
               f"  worldolympiad leaderboard --db {args.db} add --verifies {args.upload_id} runs/<the new run folder>")
         return 0
     if args.cmd == "build":

@@ -191,15 +191,15 @@ class Store:
     def add_submission(self, sub: Submission, archive: bytes | None = None) -> tuple[str, str]:
         """Store a validated upload as self-reported under its own key; returns (status, run id).
 
-        The run id is assigned here from the upload's content, so re-uploading the same
-        archive changes nothing and a different archive is a new run: an upload can never
-        update another run. The archive is kept next to the store for re-scoring.
+        The run id is assigned here from the upload's content (spec, rows, video bytes), so
+        re-uploading the same run changes nothing and a different one is a new run: an upload
+        can never update another run. The archive is kept next to the store for re-scoring.
 
         Raises:
             SubmissionError: the store's budget for uploaded metric values is spent.
         """
-        content = _content_hash(sub.rows)
-        run_id = "u" + hashlib.sha256((json.dumps(sub.spec, sort_keys=True) + content).encode()).hexdigest()[:11]
+        identity = json.dumps([sub.spec, _content_hash(sub.rows), sorted(sub.videos.values())], sort_keys=True)
+        run_id = "u" + hashlib.sha256(identity.encode()).hexdigest()[:11]
         self._check_upload_budget(run_id, sum(len(r.get("metrics") or ()) for r in sub.rows), len(archive or b""))
         stored = None
         if archive is not None:

@@ -15,6 +15,7 @@ Nothing is extracted to disk; members are read into memory after the size checks
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -47,9 +48,12 @@ class SubmissionError(ValueError):
 
 @dataclass
 class Submission:
+    """A validated upload. ``videos``: sha256 of each file under ``videos/`` (part of its identity)."""
+
     spec: dict[str, Any]
     rows: list[dict[str, Any]]
     files: list[str] = field(default_factory=list)
+    videos: dict[str, str] = field(default_factory=dict)
 
 
 def _member_problems(info: zipfile.ZipInfo, limits: dict[str, Any]) -> list[str]:
@@ -172,7 +176,8 @@ def validate_archive(data: bytes, schema: Schema | None = None) -> Submission:
         problems.extend(_video_problems(rows, names, lambda n: read_limited(n, 12)))
     if problems:
         raise SubmissionError(_capped(problems))
-    return Submission(spec=spec, rows=rows, files=names)
+    videos = {n: hashlib.sha256(read_limited(n)).hexdigest() for n in names if PurePosixPath(n).parent.name == "videos"}
+    return Submission(spec=spec, rows=rows, files=names, videos=videos)
 
 
 def video_name(case_id: str, seed: int) -> str:

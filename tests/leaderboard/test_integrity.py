@@ -215,3 +215,11 @@ def test_leaderboard_add_marks_verified_only_a_run_with_its_videos(tmp_path, cap
     assert "verified means scored here from videos" in capsys.readouterr().out
     assert lb_main(["--db", str(db), "add", "--self-reported", str(run)]) == 0
     assert board_table(db, view=VERIFIED).empty  # 85cf2c2 listed it as verified
+
+
+def test_the_same_rows_with_other_videos_are_another_upload(db):
+    first = submit_archive(run_archive("team:v"), db)
+    other = run_archive("team:v", videos=False, **{f"run/videos/c{i}__s0.mp4": b"\0\0\0\x18ftypother" for i in range(3)})
+    second = submit_archive(other, db)
+    assert first.startswith("Accepted (added)") and second.startswith("Accepted (added)")
+    assert first.split("as upload ")[1][:12] != second.split("as upload ")[1][:12]
