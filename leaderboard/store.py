@@ -312,7 +312,8 @@ class Store:
 
         ``run_dir`` must be an ``evaluate-model --model videos:DIR`` run on the upload's suite
         whose ``DIR`` holds exactly the uploaded videos (same bytes). The verified numbers
-        are the re-scored ones; the uploaded numbers stay self-reported and leave that list.
+        are the re-scored ones, shown as ``<name> [upload <id>]``; the uploaded numbers stay
+        self-reported and leave that list.
 
         Raises:
             SubmissionError: the run does not re-score this upload (one line saying why).
@@ -337,9 +338,11 @@ class Store:
                 raise SubmissionError([f"{local} is not the uploaded {fname}; re-extract with `leaderboard rescore "
                                        f"{upload_id} --out {folder}` and re-run evaluate-model"])
         status = self.add_run(run_dir, name=name or str(up[1]))
-        with self.conn:
-            self.conn.execute("UPDATE runs SET verified_by = ? WHERE run_id = ?",
-                              (self._local_run_id(spec), upload_id))
+        run_id = self._local_run_id(spec)
+        with self.conn:  # the upload id stays in the name: a verified upload never passes for a house model
+            self.conn.execute("UPDATE runs SET display = ? WHERE run_id = ?",
+                              (f"{name or up[1]} [upload {upload_id}]", run_id))
+            self.conn.execute("UPDATE runs SET verified_by = ? WHERE run_id = ?", (run_id, upload_id))
         return status
 
     def verified_dump(self) -> bytes:
