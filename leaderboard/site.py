@@ -91,7 +91,9 @@ def board_table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = 
     if rows.empty:
         return pd.DataFrame(columns=["Rank", "Model", "Task"])
     metrics = metrics[metrics["run"].isin(set(rows["run"]))]
-    required = sorted(set(rows.loc[(rows["status"] == "ok") & rows["score"].notna(), "track"]))
+    # Full coverage = every track some model of this view has a score on (in this scenario).
+    sel = rows if scenario in ("", ALL) else rows[rows["scenario"] == scenario]
+    required = sorted(set(sel.loc[(sel["status"] == "ok") & sel["score"].notna(), "track"]))
     if family and family != ALL:
         rows = rows[rows["model"].map(model_family) == family]
         metrics = metrics[metrics["model"].map(model_family) == family]
@@ -100,7 +102,8 @@ def board_table(db: Path, scenario: str = ALL, sort_by: str = "", family: str = 
     if df.empty:
         return df
     keys = list(df["Model"])
-    df["Model"] = [display_names(runs).get(k, k) for k in keys]
+    shown = display_names(runs)
+    df["Model"] = [shown.get(k, k) for k in keys]
     df.insert(2, "Status", view)
     df.insert(3, "Family", [model_family(k) for k in keys])
     df.insert(4, "Suite", suite)

@@ -64,6 +64,7 @@ def test_api_leaderboard_filters_by_scenario_and_sorts(site):
     rob = c.predict("robotics", "Rank", "all", "smoke", "verified", api_name="/leaderboard")
     models = [r[rob["headers"].index("Model")] for r in rob["data"]]
     assert models == ["reference", "perturbed:vanish@1", "inferix:tiny"]  # 0.8 > 0.6 > 0.1
+    assert [r[0] for r in rob["data"]] == [1, 2, 3]  # robotics has physics only: all fully covered
     by_name = c.predict("all", "Model", "all", "smoke", "verified", api_name="/leaderboard")
     assert [r[1] for r in by_name["data"]] == sorted(models)
     fam = c.predict("all", "Rank", "perturbed", "smoke", "verified", api_name="/leaderboard")
