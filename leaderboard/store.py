@@ -206,8 +206,10 @@ class Store:
             stored = self.uploads_dir / f"{run_id}.zip"
             stored.parent.mkdir(parents=True, exist_ok=True)
             stored.write_bytes(archive)
+        # Shown as "<submitter>/<model> [upload <id>]": the namespace is the upload's, never a stored model's.
+        display = "/".join(str(sub.spec[k]) for k in ("submitter", "model") if sub.spec.get(k))
         status = self._write_run(run_id, RESERVED_PREFIX + run_id, sub.spec, sub.rows, verified=False,
-                                 source="submission", display=str(sub.spec["model"]),
+                                 source="submission", display=display,
                                  archive=str(stored) if stored else None)
         return status, run_id
 

@@ -297,6 +297,8 @@ def _spec_problems(spec: dict[str, Any], schema: Schema, limits: dict[str, Any])
         problems.append(p)
     elif str(spec["model"]).startswith(RESERVED_PREFIX):
         problems.append(f"model name {spec['model']!r}: the prefix {RESERVED_PREFIX!r} is reserved for uploads")
+    if "submitter" in spec and (p := _name_problem("submitter", spec["submitter"], limits)):
+        problems.append(p)
     suite = spec.get("suite", "-")
     if not isinstance(suite, str) or not _SUITE_OK.match(suite) or len(suite) > limits["max_name_length"]:
         problems.append(f"run_spec.json 'suite' {str(suite)[:40]!r} must be a suite name or path "

@@ -223,3 +223,18 @@ def test_the_same_rows_with_other_videos_are_another_upload(db):
     second = submit_archive(other, db)
     assert first.startswith("Accepted (added)") and second.startswith("Accepted (added)")
     assert first.split("as upload ")[1][:12] != second.split("as upload ")[1][:12]
+
+
+def test_an_upload_is_shown_in_its_submitters_namespace(db):
+    data = run_archive("my-model")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename.endswith("run_spec.json"):
+                body = json.dumps(json.loads(body) | {"submitter": "lab-x"}).encode()
+            dst.writestr(info.filename, body)
+    status = submit_archive(buf.getvalue(), db)
+    upload = status.split("as upload ")[1][:12]
+    mine = board_table(db, view="self-reported")
+    assert list(mine["Model"]) == [f"lab-x/my-model [upload {upload}]"]
