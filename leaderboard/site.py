@@ -342,10 +342,10 @@ def build_app(db: str | Path, schema: Schema | None = None) -> Any:
                                                       api_name="metrics_doc")
         with gr.Tab("Submit", elem_id="submit-tab"):
             gr.Markdown("Upload a `.zip` of one run directory (`run_spec.json` + `results.jsonl` + the "
-                        "`videos/<case>__s<seed>.mp4` it scored). It is validated (schema, versions, sizes, "
-                        "paths; nothing executable or pickled) and listed as **self-reported**, apart from "
-                        "verified runs, under its own upload id; it becomes verified only when the maintainers "
-                        "re-score its videos here.")
+                        "`videos/<case>__s<seed>.mp4` it scored; `run_spec.json` may name a `submitter`). It is "
+                        "validated (schema, versions, sizes, paths; nothing executable or pickled) and listed as "
+                        "**self-reported**, apart from verified runs, as `submitter/model [upload <id>]`; it "
+                        "becomes verified only when the maintainers re-score its videos here.")
             upload = gr.File(label="results archive (.zip)", file_types=[".zip"], type="filepath", elem_id="upload")
             status = gr.Textbox(label="status", elem_id="submit_status", interactive=False)
             submitted = gr.Dataframe(label="self-reported runs on this suite", interactive=False,

@@ -201,16 +201,14 @@ class Store:
         identity = json.dumps([sub.spec, _content_hash(sub.rows), sorted(sub.videos.values())], sort_keys=True)
         run_id = "u" + hashlib.sha256(identity.encode()).hexdigest()[:11]
         self._check_upload_budget(run_id, sum(len(r.get("metrics") or ()) for r in sub.rows), len(archive or b""))
-        stored = None
-        if archive is not None:
-            stored = self.uploads_dir / f"{run_id}.zip"
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            stored.write_bytes(archive)
+        stored = self.uploads_dir / f"{run_id}.zip" if archive is not None else None
         # Shown as "<submitter>/<model> [upload <id>]": the namespace is the upload's, never a stored model's.
         display = "/".join(str(sub.spec[k]) for k in ("submitter", "model") if sub.spec.get(k))
         status = self._write_run(run_id, RESERVED_PREFIX + run_id, sub.spec, sub.rows, verified=False,
-                                 source="submission", display=display,
-                                 archive=str(stored) if stored else None)
+                                 source="submission", display=display, archive=str(stored) if stored else None)
+        if stored is not None and archive is not None and not stored.exists():
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_bytes(archive)
         return status, run_id
 
     def _check_upload_budget(self, run_id: str, n_metrics: int, n_bytes: int) -> None:
@@ -222,7 +220,7 @@ class Store:
             raise SubmissionError([f"the leaderboard holds {used} uploaded metric values and takes at most "
                                    f"{limits['max_store_upload_metric_rows']}; uploads are closed until the "
                                    "maintainers make room"])
-        kept = sum(p.stat().st_size for p in self.uploads_dir.glob("*.zip")) if self.uploads_dir.is_dir() else 0
+        kept = sum(p.stat().st_size for p in self.uploads_dir.glob("*.zip") if p.stem != run_id)
         if kept + n_bytes > int(limits["max_store_upload_bytes"]):
             raise SubmissionError([f"kept upload archives take {kept} bytes and at most "
                                    f"{limits['max_store_upload_bytes']} are allowed; uploads are closed until the "
