@@ -11,6 +11,9 @@ The order of averaging is fixed and documented:
    scores the model *has*; a missing track is dropped and re-weighted, never a zero. The
    number of tracks behind it is reported.
 
+Step 3 is :func:`worldolympiad.overall.overall_score`, the one definition of the overall that
+``summary.json``, the terminal table and ``report.html`` show too.
+
 Versions are never mixed: rows are compared only within one ``track_version``. By
 default each track is shown at the newest version any model has; models scored with an
 older version show no number for that track (and are listed as stale).
@@ -32,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from leaderboard.schema import Schema, load_schema
+from worldolympiad.overall import overall_score, version_key
 
 logger = logging.getLogger(__name__)
 
@@ -143,11 +147,7 @@ def load_run(run_dir: str | Path) -> pd.DataFrame:
     return rows_from_results(read_results_jsonl(run_dir / "results.jsonl"), run=run_dir.name)
 
 
-def _version_key(v: str) -> tuple[Any, ...]:
-    parts: list[Any] = []
-    for p in str(v).split("."):
-        parts.append((0, int(p)) if p.isdigit() else (1, p))
-    return tuple(parts)
+_version_key = version_key
 
 
 def newest_versions(rows: pd.DataFrame) -> dict[str, str]:
@@ -260,12 +260,11 @@ def overall_scores(tracks: pd.DataFrame, schema: Schema | None = None) -> pd.Dat
     out = []
     for model, g in tracks.groupby("model", sort=True):
         g = g[g["score"].notna()]
-        w = np.array([weights.get(t, 0.0) for t in g["track"]])
-        if len(g) == 0 or w.sum() <= 0:
+        overall = overall_score(dict(zip(g["track"], g["score"].astype(float), strict=True)), weights)
+        if overall is None:
             out.append({"model": model, "overall": np.nan, "n_tracks": 0})
             continue
-        out.append({"model": model, "overall": float((w * g["score"].to_numpy()).sum() / w.sum()),
-                    "n_tracks": int(len(g))})
+        out.append({"model": model, "overall": overall, "n_tracks": int(len(g))})
     return pd.DataFrame.from_records(out, columns=["model", "overall", "n_tracks"])
 
 

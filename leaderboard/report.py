@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from leaderboard.aggregate import case_scores, damaged_note, rows_from_results, scan_results_jsonl, track_scores
+from leaderboard.aggregate import (
+    case_scores,
+    damaged_note,
+    overall_scores,
+    rows_from_results,
+    scan_results_jsonl,
+    select_versions,
+    track_scores,
+)
 from leaderboard.schema import Schema, load_schema
 
 logger = logging.getLogger(__name__)
@@ -74,11 +82,11 @@ def _video_tag(path: Path, run_dir: Path, label: str) -> str:
             f"<figcaption>{html.escape(label)}</figcaption></figure>")
 
 
-def _fmt(x: Any) -> str:
+def _fmt(x: Any, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "—"
     if isinstance(x, float):
-        return f"{x:.3f}"
+        return f"{x:.{digits}f}"
     return html.escape(str(x))
 
 
@@ -131,6 +139,13 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
             f"<tr><td>{html.escape(disp)}</td><td>{html.escape(str(t['track_version']))}</td><td>{_fmt(t['score'])}</td>"
             f"<td>[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]</td><td>{_fmt(t['seed_std'])}</td>"
             f"<td>{int(t['n_cases'])} / {int(t['n_total'] - t['n_na'])}</td><td>{int(t['n_failed'])}</td></tr>")
+    if not tracks.empty:
+        # The one overall (worldolympiad.overall via overall_scores): the number summary.json and the leaderboard show.
+        o = overall_scores(track_scores(select_versions(rows), schema), schema)
+        if len(o):
+            parts.append(f"<tr class='overall'><th>{html.escape(schema.overall_display)} (overall)</th><td></td>"
+                         f"<th>{_fmt(float(o['overall'].iloc[0]), 4)}</th><td colspan='4'>weighted mean of "
+                         f"{int(o['n_tracks'].iloc[0])} track score(s), leaderboard/schema.yaml</td></tr>")
     parts.append("</table>")
     if bar:
         parts.append(f"<p><img alt='bar plot' src='{bar}'> <img alt='radar plot' src='{radar}'></p>")

@@ -7,7 +7,8 @@ Run directory (DESIGN.md §4)::
         videos/              <case_id>__s<seed>.mp4 (+ _chunk_timestamps.json); reused on resume
         results.jsonl        one TrackResult per line, appended atomically by the parent only
         timings.jsonl        one line per stage: generate / read / <track>, with case and seed
-        summary.json         per track and overall: mean ± std over seeds, status counts, errors
+        summary.json         per track and overall (the leaderboard's definition, worldolympiad.overall),
+                             spread over seeds, status counts, errors
         report.html          written afterwards by ``evaluate-model`` via ``leaderboard.report``
         work/<case>/s<seed>/<track>/   per-row scratch space and artifacts
     <out>/.cache/            content-addressed caches shared by runs (reference renders, judge)
@@ -1084,38 +1085,47 @@ def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
     return float(arr.mean()), std
 
 
-def summarize(rows: Sequence[TrackResult], spec: RunSpec, suite_name: str = "") -> dict[str, Any]:
-    """Per-track and overall mean ± std over seeds, status counts and the failure table.
+def summarize(rows: Sequence[TrackResult], spec: RunSpec, suite_name: str = "",
+              weights: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Per-track and overall scores, their spread over seeds, status counts and the failure table.
 
-    Per track and seed, scores are averaged over the cases that have one; mean and std are
-    then taken across seeds. Overall: per (case, seed), the mean of the available track
-    scores (REFERENCE.md §A), averaged over cases per seed, then mean ± std across seeds.
+    Track ``mean`` and overall ``mean`` follow the one definition of the leaderboard
+    (:mod:`worldolympiad.overall`, ``leaderboard/schema.yaml``): seeds first, then cases, then
+    the weighted mean of the track scores the run has; rows of a track at another version than
+    its newest are left out. ``per_seed`` holds the same numbers computed on each seed's rows
+    alone and ``std`` is their sample std (ddof=1; 0.0 for one seed).
+
+    Args:
+        weights: track weights of the overall (default: :func:`worldolympiad.overall.overall_weights`).
     """
+    from worldolympiad.overall import overall_score, overall_weights, track_score, version_key
+
     seeds = list(spec.seeds)
+    weights = dict(weights) if weights is not None else overall_weights(spec.tracks)
     tracks: dict[str, Any] = {}
-    per_case_seed: dict[tuple[str, int], list[float]] = {}
+    # track -> seed -> case -> scores (seed None: every seed)
+    scored: dict[str, dict[int | None, dict[str, list[float]]]] = {}
     for name in spec.tracks:
         rs = [r for r in rows if r.track == name]
         counts = {s: sum(1 for r in rs if r.status == s) for s in ("ok", "not_applicable", "failed")}
-        per_seed: dict[str, float] = {}
-        for seed in seeds:
-            scores = [float(r.score) for r in rs if r.seed == seed and r.status == "ok" and r.score is not None]
-            if scores:
-                per_seed[str(seed)] = float(np.mean(scores))
-        for r in rs:
-            if r.status == "ok" and r.score is not None:
-                per_case_seed.setdefault((r.case_id, r.seed), []).append(float(r.score))
-        mean, std = _mean_std(list(per_seed.values()))
-        versions = sorted({r.track_version for r in rs})
-        tracks[name] = {"mean": mean, "std": std, "per_seed": per_seed, "counts": counts,
-                        "n_cases_scored": len({r.case_id for r in rs if r.status == "ok" and r.score is not None}),
-                        "versions": versions}
+        versions = sorted({r.track_version for r in rs}, key=version_key)
+        ok = [r for r in rs if r.status == "ok" and r.score is not None and versions and r.track_version == versions[-1]]
+        by_seed: dict[int | None, dict[str, list[float]]] = {}
+        for r in ok:
+            for key in (None, r.seed):
+                by_seed.setdefault(key, {}).setdefault(r.case_id, []).append(float(r.score))  # type: ignore[arg-type]
+        scored[name] = by_seed
+        per_seed = {str(seed): v for seed in seeds if (v := track_score(by_seed.get(seed, {}))) is not None}
+        _, std = _mean_std(list(per_seed.values()))
+        tracks[name] = {"mean": track_score(by_seed.get(None, {})), "std": std, "per_seed": per_seed,
+                        "counts": counts, "n_cases_scored": len(by_seed.get(None, {})), "versions": versions}
     overall_seed: dict[str, float] = {}
     for seed in seeds:
-        vals = [float(np.mean(v)) for (cid, s), v in per_case_seed.items() if s == seed]
-        if vals:
-            overall_seed[str(seed)] = float(np.mean(vals))
-    mean, std = _mean_std(list(overall_seed.values()))
+        o = overall_score({t: track_score(s.get(seed, {})) for t, s in scored.items()}, weights)
+        if o is not None:
+            overall_seed[str(seed)] = o
+    mean = overall_score({t: v["mean"] for t, v in tracks.items()}, weights)
+    _, std = _mean_std(list(overall_seed.values()))
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("ok", "not_applicable", "failed")}
     errors = [{"case_id": r.case_id, "seed": r.seed, "track": r.track, "error": "; ".join(r.errors)}
               for r in rows if r.status == "failed"]
@@ -1131,7 +1141,9 @@ def summarize(rows: Sequence[TrackResult], spec: RunSpec, suite_name: str = "") 
         "num_cases": len({r.case_id for r in rows}),
         "num_rows": len(rows),
         "tracks": tracks,
-        "overall": {"mean": mean, "std": std, "per_seed": overall_seed, "counts": counts},
+        "overall": {"mean": mean, "std": std, "per_seed": overall_seed, "counts": counts, "weights": weights,
+                    "definition": "weighted mean of the track scores (seeds, then cases, then tracks); "
+                                  "leaderboard/schema.yaml overall"},
         "errors": errors,
         "warnings": [{"case_id": cid, "seed": seed, "warnings": w} for (cid, seed), w in sorted(warnings.items())],
     }
@@ -1155,8 +1167,8 @@ def format_warnings(summary: Mapping[str, Any]) -> str:
 # ====================================================================== tables
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def format_results_table(rows: Sequence[TrackResult], tracks: Sequence[str]) -> str:
@@ -1187,15 +1199,15 @@ def format_results_table(rows: Sequence[TrackResult], tracks: Sequence[str]) -> 
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
-    """Per-track ``mean ± std`` over seeds with status counts, then overall."""
-    lines = [f"{'track':<12} {'mean ± std (over seeds)':>24}   ok  n/a  failed"]
+    """Per-track score ± std over seeds with status counts, then overall, to the leaderboard's 4 decimals."""
+    lines = [f"{'track':<12} {'score ± std (over seeds)':>24}   ok  n/a  failed"]
     for name, t in summary["tracks"].items():
         c = t["counts"]
-        ms = f"{_fmt(t['mean'])} ± {_fmt(t['std'])}" if t["mean"] is not None else "-"
+        ms = f"{_fmt(t['mean'], 4)} ± {_fmt(t['std'], 4)}" if t["mean"] is not None else "-"
         lines.append(f"{name:<12} {ms:>24}  {c['ok']:>3}  {c['not_applicable']:>3}  {c['failed']:>6}")
     o = summary["overall"]
     c = o["counts"]
-    ms = f"{_fmt(o['mean'])} ± {_fmt(o['std'])}" if o["mean"] is not None else "-"
+    ms = f"{_fmt(o['mean'], 4)} ± {_fmt(o['std'], 4)}" if o["mean"] is not None else "-"
     lines.append(f"{'overall':<12} {ms:>24}  {c['ok']:>3}  {c['not_applicable']:>3}  {c['failed']:>6}")
     return "\n".join(lines)
 

@@ -223,14 +223,35 @@ def test_summary_is_mean_over_cases_per_seed_then_mean_std_over_seeds():
     rows = [row("c1", 0, "a", 0.2), row("c2", 0, "a", 0.4), row("c1", 1, "a", 0.6), row("c2", 1, "a", 0.8),
             row("c1", 0, "b", 1.0), row("c2", 0, "b", None, "failed"), row("c1", 1, "b", 0.0),
             row("c2", 1, "b", None, "not_applicable")]
-    s = summarize(rows, spec)
+    s = summarize(rows, spec, weights={"a": 1.0, "b": 1.0})
     assert s["tracks"]["a"]["per_seed"] == {"0": pytest.approx(0.3), "1": pytest.approx(0.7)}
     assert s["tracks"]["a"]["mean"] == pytest.approx(0.5)
     assert s["tracks"]["a"]["std"] == pytest.approx(np.std([0.3, 0.7], ddof=1))
     assert s["tracks"]["b"]["counts"] == {"ok": 2, "not_applicable": 1, "failed": 1}
-    # overall: seed 0 → mean(c1: (0.2+1.0)/2, c2: 0.4) = 0.5; seed 1 → mean(c1: 0.3, c2: 0.8) = 0.55
-    assert s["overall"]["per_seed"] == {"0": pytest.approx(0.5), "1": pytest.approx(0.55)}
+    # overall (the leaderboard's): per seed, the weighted mean of track scores: seed 0 → (0.3 + 1.0) / 2,
+    # seed 1 → (0.7 + 0.0) / 2; overall: seeds, then cases, then tracks → (0.5 + 0.5) / 2
+    assert s["overall"]["per_seed"] == {"0": pytest.approx(0.65), "1": pytest.approx(0.35)}
+    assert s["overall"]["mean"] == pytest.approx(0.5)
     assert s["errors"] == [{"case_id": "c2", "seed": 0, "track": "b", "error": "why"}]
+
+
+def test_summary_overall_is_the_weighted_mean_of_track_scores_not_of_case_means():
+    """One overall (issue 57.4): a track mean over 3 cases and one over 1 case weigh by track, not by case."""
+    spec = RunSpec(model="m", suite="s", tracks=("a", "b"), seeds=(0, 1))
+
+    def row(case, seed, track, score):
+        return TrackResult(case, "m", seed, track, score, [MetricValue("x", score, score)])
+
+    rows = [row("c1", 0, "a", 0.0), row("c2", 0, "a", 0.0), row("c3", 0, "a", 0.0), row("c1", 0, "b", 1.0),
+            row("c1", 1, "a", 0.2), row("c2", 1, "a", 0.2), row("c3", 1, "a", 0.2), row("c1", 1, "b", 0.6)]
+    s = summarize(rows, spec, weights={"a": 1.0, "b": 3.0})
+    # a = 0.1, b = 0.8 → (0.1 + 3 * 0.8) / 4; the old per-case mean gave 0.4333
+    assert s["overall"]["mean"] == pytest.approx(0.625)
+    assert s["overall"]["weights"] == {"a": 1.0, "b": 3.0}
+    assert s["overall"]["per_seed"] == {"0": pytest.approx(0.75), "1": pytest.approx(0.5)}
+    assert s["overall"]["std"] == pytest.approx(np.std([0.75, 0.5], ddof=1))
+    # the schema's weights by default: a track the leaderboard does not know weighs 0 there too
+    assert summarize(rows, spec)["overall"]["mean"] is None
 
 
 def test_jsonl_appender_drops_a_partial_last_line(tmp_path):
