@@ -558,7 +558,7 @@ class _Worker:
         work_dir.mkdir(parents=True, exist_ok=True)
         ctx = EvalContext(seed=seed, device=self.env.device, work_dir=work_dir,
                           cache_dir=self.env.cache_dir, judge_spec=spec.judge,
-                          options=spec.option_dict, reference_loader=load_reference)
+                          options=spec.option_dict, reference_loader=load_reference, run_dir=self.env.run_dir)
         _seed_everything(seed)
         t0 = time.perf_counter()
         try:
@@ -934,6 +934,9 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
 
     rows = [TrackResult.from_dict(r) for r in JsonlAppender(run_dir / RESULTS).read()]
     summary = summarize(rows, spec, suite_name=suite.name)
+    from worldolympiad.judges.ledger import judge_run_summary
+
+    summary.update(judge_run_summary(run_dir))  # the judge's ledger; an outage is a run-level error
     tmp = run_dir / (SUMMARY + ".tmp")
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(run_dir / SUMMARY)
@@ -1067,7 +1070,7 @@ def _run_in_processes(env: _Env, units: list[_Unit], workers: int,
 def _clear_run_dir(run_dir: Path) -> None:
     import shutil
 
-    for name in (RESULTS, TIMINGS, SUMMARY, RUN_SPEC):
+    for name in (RESULTS, TIMINGS, SUMMARY, RUN_SPEC, "judge_ledger.json"):  # the ledger: issue 59.2
         (run_dir / name).unlink(missing_ok=True)
     for sub in (VIDEOS, "work"):
         shutil.rmtree(run_dir / sub, ignore_errors=True)

@@ -39,6 +39,8 @@ class EvalContext:
         judge_spec: the judge SPEC string (``"none"`` when no MLLM is configured).
         options: free-form track options from the RunSpec (``{"physics.segmenter": "sam:/ckpt"}``).
         reference_loader: returns the case's reference video (or ``None``); loaded lazily.
+        run_dir: the run directory, when the evaluator runs the track: its judge ledger holds the
+            run's judge budget, shared by every row and worker (``None``: the judge counts alone).
     """
 
     seed: int = 0
@@ -50,6 +52,7 @@ class EvalContext:
     judge_spec: str = "none"
     options: dict[str, Any] = field(default_factory=dict)
     reference_loader: Callable[[], Video | None] | None = None
+    run_dir: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)
     _reference: Video | None = field(default=None, repr=False)
     _reference_loaded: bool = field(default=False, repr=False)
@@ -76,7 +79,7 @@ class EvalContext:
         if self._judge is None:
             from worldolympiad.judges import build_judge
 
-            self._judge = build_judge(self.judge_spec, cache_dir=self.cache_dir / "judge")
+            self._judge = build_judge(self.judge_spec, cache_dir=self.cache_dir / "judge", run_dir=self.run_dir)
         return self._judge
 
     def option(self, key: str, default: Any = None) -> Any:

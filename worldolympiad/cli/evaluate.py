@@ -2,7 +2,8 @@
 
 Usage errors (bad flag values, unknown suite or track) print one line and exit 2. A run
 that completes exits 0 even when some rows failed (they are listed at the end); pass
-``--strict`` to exit 1 in that case.
+``--strict`` to exit 1 in that case. A judge outage (judge requests sent, none answered usably)
+is a run error: ``run_errors`` in summary.json, a ``RUN ERROR`` line, exit 1 under ``--strict``.
 
 With ``--baselines`` (the default when ``--model`` is not given) the same command then
 scores every model of :data:`worldolympiad.models.baselines.LEADERBOARD_BASELINES` that is
@@ -110,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "inferix:reference-world-random, inferix:reference-world, reference) with the same flags "
                         "and print/write a leaderboard of these runs to <out>/leaderboard/ "
                         "(default: on when --model is not given, off when it is)")
-    p.add_argument("--strict", action="store_true", help="exit 1 if any row failed (or a baseline could not run)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if any row failed, the judge was down (a run error) or a baseline could not run")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
 
@@ -209,12 +211,24 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
     warnings = format_warnings(outcome.summary)
     if warnings:
         print(f"\n{warnings}")
+    for line in _judge_notes(outcome.summary):
+        print(f"\n{line}")
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
     for line in _resume_notes(outcome):
         print(line)
     if args.report:
         _write_report(outcome.run_dir)
     return spec, outcome
+
+
+def _judge_notes(summary: dict[str, Any]) -> list[str]:
+    """The run-level judge lines: an outage (also ``run_errors`` in summary.json) and a spent budget."""
+    lines = [f"RUN ERROR: {e}" for e in summary.get("run_errors") or ()]
+    judge = summary.get("judge") or {}
+    if judge.get("refused"):
+        lines.append(f"judge budget of {judge.get('budget')} request(s) spent: {judge['refused']} request(s) not "
+                     "sent, their judge metrics are missing (raise it with ?budget=N on --judge)")
+    return lines
 
 
 def _resume_notes(outcome: RunOutcome, examples: int = 5) -> list[str]:
@@ -276,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write_leaderboard(runs, plan.config.out)
         if failed:
             print(f"\nbaselines that could not run ({len(failed)}): " + "; ".join(failed))
-    if args.strict and (failed or any(outcome.summary["errors"] for _, outcome in runs)):
+    if args.strict and (failed or any(outcome.summary["errors"] or outcome.summary.get("run_errors")
+                                      for _, outcome in runs)):
         return 1
     return 0
 

@@ -6,13 +6,14 @@ A judge answers a question about a few frames with a JSON object. Backends:
 
 * returns parsed JSON dicts with the requested ``keys`` (malformed output is repaired or
   retried once, then reported as a failure — never guessed);
+* checks every answer's fields (types, ranges) before it counts;
 * draws ``samples`` answers for voting;
 * caches every call on disk keyed by a hash of (model, prompt, frames).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,8 +46,14 @@ class Judge:
         *,
         keys: Sequence[str],
         samples: int = 1,
+        schema: Mapping[str, Any] | None = None,
     ) -> JudgeAnswer:
-        """Ask ``prompt`` about ``images`` (uint8 [H, W, 3] each); each answer has ``keys``."""
+        """Ask ``prompt`` about ``images`` (uint8 [H, W, 3] each); each answer has ``keys``.
+
+        ``schema`` maps a key to a :class:`~worldolympiad.judges.base.FieldRule` (type, range); an
+        answer that breaks it never counts. Keys without a rule follow
+        :data:`~worldolympiad.judges.base.FIELD_RULES` (``confidence`` in [0, 1]...).
+        """
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
@@ -62,7 +69,8 @@ class NoJudge(Judge):
     def __init__(self, arg: str | None = None, **_: Any) -> None:
         pass
 
-    def ask_json(self, prompt: str, images: Sequence[np.ndarray], *, keys: Sequence[str], samples: int = 1) -> JudgeAnswer:
+    def ask_json(self, prompt: str, images: Sequence[np.ndarray], *, keys: Sequence[str], samples: int = 1,
+                 schema: Mapping[str, Any] | None = None) -> JudgeAnswer:
         raise JudgeError("no judge configured (--judge none); use model-free evidence")
 
 

@@ -13,28 +13,39 @@ only implements :meth:`CachedJudge._generate` (one request → one text answer).
   keys, sample index, frames' bytes): a rerun makes zero requests;
 * **timeouts, retries with exponential backoff** on transient errors
   (:class:`TransientJudgeError`: timeouts, HTTP 5xx/429, dropped connections);
-* **per-run budget**: at most ``budget`` requests (retries included); beyond it
-  :class:`~worldolympiad.judges.JudgeError` is raised, which tracks record as a failed
-  judgement rather than a guess.
+* **schema checks**: every answer's fields are checked for type and range
+  (:data:`FIELD_RULES`: ``confidence`` a number in [0, 1], ``compliant`` a yes/no...) before it
+  counts; an answer that fails gets the same single correction request as malformed JSON, then
+  is a failed sample (``confidence: 7.5`` is never a vote);
+* **per-run budget**: at most ``budget`` requests (retries included) in the whole run; with
+  ``run_dir`` set (the evaluator does) the count is shared by every row and worker process
+  through the run's judge ledger (:mod:`worldolympiad.judges.ledger`), otherwise it is this
+  judge object's own. Beyond it :class:`~worldolympiad.judges.JudgeError` is raised, which
+  tracks record as a failed judgement rather than a guess. The ledger also records how requests
+  ended, so a judge that is down is a run-level failure in ``summary.json``.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import logging
+import math
 import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from worldolympiad.judges import Judge, JudgeAnswer, JudgeError
+from worldolympiad.judges.ledger import RunLedger
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +124,10 @@ def json_instruction(keys: Sequence[str]) -> str:
     return "Answer with only a JSON object with the keys " + ", ".join(f'"{k}"' for k in keys) + ", and nothing else."
 
 
-def repair_prompt(prompt: str, bad: str, keys: Sequence[str]) -> str:
+def repair_prompt(prompt: str, bad: str, keys: Sequence[str], problem: str | None = None) -> str:
+    why = f" ({problem})" if problem else ""
     return (
-        f"{prompt}\n\nYour previous answer was not a valid JSON object with the keys {list(keys)}:\n"
+        f"{prompt}\n\nYour previous answer was not a valid JSON object with the keys {list(keys)}{why}:\n"
         f"{bad[:500]}\n{json_instruction(keys)}"
     )
 
@@ -150,6 +162,80 @@ def majority(answers: Sequence[dict[str, Any]], key: str) -> tuple[bool | None, 
     return win, c[win] / len(votes)
 
 
+# ---------------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """Type (and range) an answer field must have to count.
+
+    Attributes:
+        kind: ``bool`` (anything :func:`as_bool` reads as yes/no), ``number`` (a finite number, or
+            a string holding one) or ``string``.
+        lo, hi: inclusive range of a ``number``.
+    """
+
+    kind: Literal["bool", "number", "string"]
+    lo: float | None = None
+    hi: float | None = None
+
+    def check(self, value: Any) -> tuple[Any, str | None]:
+        """``(normalised value, None)`` when ``value`` fits, else ``(None, the problem)``."""
+        if self.kind == "bool":
+            b = as_bool(value)
+            return (b, None) if b is not None else (None, f"must be true or false, got {value!r}")
+        if self.kind == "string":
+            return (value, None) if isinstance(value, str) else (None, f"must be a string, got {value!r}")
+        x: float | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            x = float(value)
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                x = float(value.strip())
+        span = f" in [{self.lo:g}, {self.hi:g}]" if self.lo is not None and self.hi is not None else ""
+        if x is None or not math.isfinite(x):
+            return None, f"must be a finite number{span}, got {value!r}"
+        if (self.lo is not None and x < self.lo) or (self.hi is not None and x > self.hi):
+            return None, f"must be a number{span}, got {value!r}"
+        return x, None
+
+
+# The fields the tracks ask for; a caller with another field or a narrower range passes ``schema``.
+# ``score`` allows the widest scale a track asks for (geometry's 0-10; the interaction rubric's
+# 0-5 is checked again by the rubric).
+FIELD_RULES: dict[str, FieldRule] = {
+    "related": FieldRule("bool"),
+    "compliant": FieldRule("bool"),
+    "confidence": FieldRule("number", 0.0, 1.0),
+    "score": FieldRule("number", 0.0, 10.0),
+    "explanation": FieldRule("string"),
+    "reason": FieldRule("string"),
+}
+
+
+def validate_answer(answer: Mapping[str, Any], keys: Sequence[str],
+                    schema: Mapping[str, FieldRule] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """Check ``answer``'s ``keys`` against ``schema`` (default :data:`FIELD_RULES`; a key with no
+    rule only has to be present).
+
+    Returns:
+        ``(answer with checked fields normalised, None)``, or ``(None, the first problem)``.
+    """
+    rules = FIELD_RULES if schema is None else {**FIELD_RULES, **schema}
+    out = dict(answer)
+    for k in keys:
+        if k not in answer:
+            return None, f"missing field {k!r}"
+        rule = rules.get(k)
+        if rule is None:
+            continue
+        value, problem = rule.check(answer[k])
+        if problem is not None:
+            return None, f"field {k!r} {problem}"
+        out[k] = value
+    return out, None
+
+
 # ----------------------------------------------------------------------- judge
 
 
@@ -170,11 +256,14 @@ class CachedJudge(Judge):
         cache_dir: where answers are cached (``None``: in memory only).
         temperature: sampling temperature for ``samples > 1`` (a single sample is greedy).
         max_new_tokens: answer length cap.
-        timeout: seconds per request.
+        timeout: seconds per request: a deadline for the whole request where the backend can
+            enforce one (``openai``: connect + send + every byte of the answer).
         retries: extra attempts after a transient error.
         backoff: first retry delay in seconds (doubles each retry).
-        budget: most requests this judge may make (``None``: unlimited).
+        budget: most requests of the run (``None``: unlimited); shared through ``run_dir``.
         seed: base seed; sample ``i`` uses ``seed + i``.
+        run_dir: the run directory whose judge ledger holds the budget and the request outcomes
+            (:mod:`worldolympiad.judges.ledger`); ``None``: this object counts on its own.
     """
 
     name = "cached"
@@ -191,6 +280,7 @@ class CachedJudge(Judge):
         backoff: float = 0.5,
         budget: int | None = None,
         seed: int = 0,
+        run_dir: str | Path | None = None,
     ) -> None:
         self.model = model
         self.cache_dir = Path(cache_dir) if cache_dir else None
@@ -201,6 +291,7 @@ class CachedJudge(Judge):
         self.backoff = float(backoff)
         self.budget = None if budget in (None, "", 0) else int(budget)  # type: ignore[arg-type]
         self.seed = int(seed)
+        self.ledger = RunLedger(run_dir) if run_dir else None
         self.calls = 0  # requests made by this judge (retries included)
         self.cache_hits = 0
         self.failures = 0
@@ -228,8 +319,10 @@ class CachedJudge(Judge):
     def stats(self) -> dict[str, int]:
         return {"calls": self.calls, "cache_hits": self.cache_hits, "failures": self.failures}
 
-    def ask_json(self, prompt: str, images: Sequence[np.ndarray], *, keys: Sequence[str], samples: int = 1) -> JudgeAnswer:
-        """Ask ``samples`` times; each answer is a dict with ``keys``.
+    def ask_json(self, prompt: str, images: Sequence[np.ndarray], *, keys: Sequence[str], samples: int = 1,
+                 schema: Mapping[str, FieldRule] | None = None) -> JudgeAnswer:
+        """Ask ``samples`` times; each answer is a dict with ``keys`` whose fields passed ``schema``
+        (default :data:`FIELD_RULES`), normalised (yes/no fields to ``bool``, numbers to ``float``).
 
         Raises:
             JudgeError: no sample gave a usable answer, or the budget ran out.
@@ -243,6 +336,8 @@ class CachedJudge(Judge):
         for i in range(samples):
             key = self._key(full, keys, digest, i, samples)
             hit = self._cache_get(key)
+            if hit is not None and validate_answer(hit.get("answer") or {}, keys, schema)[0] is None:
+                hit = None  # cached before the schema checks existed, and it fails them: ask again
             if hit is not None:
                 out.answers.append(hit["answer"])
                 out.raw.append(hit["text"])
@@ -252,16 +347,19 @@ class CachedJudge(Judge):
                 continue
             greedy = samples == 1 or self.temperature <= 0
             text = self._request(full, images, sample=i, greedy=greedy, out=out)
-            ans = parse_json_answer(text, keys)
+            ans, problem = self._checked(text, keys, schema)
             if ans is None:  # one retry with a correction prompt
-                logger.info("judge %s: malformed answer %r; asking once more", self.model, text[:120])
-                text = self._request(repair_prompt(full, text, keys), images, sample=i, greedy=greedy, out=out)
-                ans = parse_json_answer(text, keys)
+                logger.info("judge %s: %s in %r; asking once more", self.model, problem, text[:120])
+                text = self._request(repair_prompt(full, text, keys, problem), images, sample=i, greedy=greedy,
+                                     out=out)
+                ans, problem = self._checked(text, keys, schema)
             out.raw.append(text)
+            if self.ledger is not None:
+                self.ledger.record_answer(ans is not None, problem)
             if ans is None:
                 with self._lock:
                     self.failures += 1
-                errors.append(f"sample {i}: no JSON object with keys {list(keys)} in {text[:200]!r}")
+                errors.append(f"sample {i}: {problem} in {text[:200]!r}")
                 continue
             out.answers.append(ans)
             self._cache_put(key, {"text": text, "answer": ans})
@@ -270,6 +368,15 @@ class CachedJudge(Judge):
         return out
 
     # ----------------------------------------------------------------- helpers
+    @staticmethod
+    def _checked(text: str, keys: Sequence[str], schema: Mapping[str, FieldRule] | None
+                 ) -> tuple[dict[str, Any] | None, str | None]:
+        """The answer in ``text`` if it parses and passes the schema, else ``(None, the problem)``."""
+        obj = parse_json_answer(text, keys)
+        if obj is None:
+            return None, f"no JSON object with keys {list(keys)}"
+        return validate_answer(obj, keys, schema)
+
     def _key(self, prompt: str, keys: Sequence[str], digest: str, sample: int, samples: int) -> str:
         # samples==1 is greedy, so its answer differs from sample 0 of a sampled set.
         cfg = {
@@ -315,20 +422,33 @@ class CachedJudge(Judge):
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             with self._lock:
-                if self.budget is not None and self.calls >= self.budget:
-                    raise JudgeError(
-                        f"judge budget of {self.budget} requests exhausted; raise it with the judge option 'budget'"
-                    )
+                if self.ledger is not None:
+                    allowed = self.ledger.reserve(self.budget)  # counted before it is sent, across workers
+                else:
+                    allowed = self.budget is None or self.calls < self.budget
+                if not allowed:
+                    raise JudgeError(f"judge budget of {self.budget} requests for this run exhausted; "
+                                     "raise it with the judge option 'budget'")
                 self.calls += 1
             out.calls += 1
             try:
-                return self._generate(prompt, images, sample=sample, greedy=greedy)
+                text = self._generate(prompt, images, sample=sample, greedy=greedy)
             except TransientJudgeError as e:
                 last = e
+                if self.ledger is not None:
+                    self.ledger.record_request(False, f"{type(e).__name__}: {e}")
                 if attempt < self.retries:
                     delay = self.backoff * (2**attempt)
                     logger.warning("judge %s: %s; retry %d/%d in %.2fs", self.model, e, attempt + 1, self.retries, delay)
                     time.sleep(delay)
+                continue
+            except Exception as e:
+                if self.ledger is not None:
+                    self.ledger.record_request(False, f"{type(e).__name__}: {e}")
+                raise
+            if self.ledger is not None:
+                self.ledger.record_request(True)
+            return text
         raise JudgeError(f"judge {self.model} failed after {self.retries + 1} attempts: {last}")
 
 
@@ -365,6 +485,7 @@ def judge_options(options: dict[str, Any]) -> dict[str, Any]:
     for k, cast in casts.items():
         if options.get(k) is not None:
             out[k] = cast(options[k])
-    if options.get("cache_dir") is not None:
-        out["cache_dir"] = options["cache_dir"]
+    for k in ("cache_dir", "run_dir"):
+        if options.get(k) is not None:
+            out[k] = options[k]
     return out

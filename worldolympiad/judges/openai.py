@@ -1,17 +1,30 @@
 """``openai:BASE_URL#MODEL`` — any OpenAI-compatible chat-completions server (vLLM, SGLang...).
 
-Frames travel as base64 PNG ``image_url`` parts. Requests go over :mod:`httpx` with a
-timeout; timeouts, connection errors, HTTP 429 and 5xx are retried with backoff (see
-:mod:`worldolympiad.judges.base`). The API key, if the server needs one, comes from the
+Frames travel as base64 PNG ``image_url`` parts. Each request has one **deadline**, the
+``timeout`` option, covering connect, sending and every byte of the answer: a per-read timeout
+(httpx's, or a socket's) is no deadline, since a server that trickles a byte every 2 s never
+trips a 5 s read timeout. :func:`post_json` therefore talks :mod:`http.client` over a socket it
+owns and a timer shuts that socket down when the deadline passes, which ends a blocked read at
+once. Timeouts, connection errors, HTTP 429 and 5xx are retried with backoff (see
+:mod:`worldolympiad.judges.base`); every retry is a new request with its own deadline and
+counts against the run's budget. Proxies from the environment are not used (judges are local or
+reached directly). The API key, if the server needs one, comes from the
 ``api_key`` option or the ``OPENAI_API_KEY`` environment variable and is never recorded.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import http.client
+import json
 import os
-from collections.abc import Sequence
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -28,6 +41,69 @@ def parse_openai_spec(arg: str | None) -> tuple[str, str]:
     if not base.startswith(("http://", "https://")) or not model:
         raise ValueError(f"openai judge spec needs an http(s) BASE_URL and a MODEL after '#', got {arg!r}")
     return base.rstrip("/"), model
+
+
+MAX_RESPONSE_BYTES = 16 * 2**20  # a chat completion is a few KB; anything far larger is not an answer
+
+
+class DeadlineExceededError(TransientJudgeError):
+    """The request did not complete within its deadline (connect + send + whole answer)."""
+
+
+def post_json(url: str, payload: Mapping[str, Any], headers: Mapping[str, str], deadline: float,
+              max_bytes: int = MAX_RESPONSE_BYTES) -> tuple[int, bytes]:
+    """POST ``payload`` as JSON and read the whole answer within ``deadline`` seconds.
+
+    Returns:
+        ``(HTTP status, body)``.
+
+    Raises:
+        DeadlineExceededError: the deadline passed (at connect, send or any point of the answer).
+        TransientJudgeError: the connection failed or broke, or the answer is over ``max_bytes``.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"judge URL must be http(s)://HOST[:PORT]/PATH, got {url!r}")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    body = json.dumps(payload).encode()
+    t0 = time.monotonic()
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=deadline)
+    else:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=deadline)
+    expired = threading.Event()
+
+    def cut() -> None:  # on the timer's thread: unblock whatever the request thread is waiting on
+        expired.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: keeps an SSL object intact
+
+    timer = threading.Timer(deadline, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.connect()  # its own timeout is the deadline; a cut before sock was set is caught below
+        if expired.is_set():
+            raise DeadlineExceededError(f"no connection to {parts.netloc} within the {deadline:g} s deadline")
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json", **headers})
+        resp = conn.getresponse()
+        data = resp.read(max_bytes + 1)
+        if expired.is_set():  # the cut may look like a short, clean end of the answer
+            raise DeadlineExceededError(f"answer from {parts.netloc} incomplete at the {deadline:g} s deadline")
+        if len(data) > max_bytes:
+            raise TransientJudgeError(f"answer from {parts.netloc} is over {max_bytes} bytes")
+        return resp.status, data
+    except (OSError, http.client.HTTPException) as e:
+        if expired.is_set() or time.monotonic() - t0 >= deadline:
+            raise DeadlineExceededError(f"request to {parts.netloc} cut at its {deadline:g} s deadline "
+                                        f"({time.monotonic() - t0:.1f} s; {type(e).__name__})") from e
+        raise TransientJudgeError(f"{type(e).__name__} talking to {parts.netloc}: {e}") from e
+    finally:
+        timer.cancel()
+        conn.close()
 
 
 class OpenAIJudge(CachedJudge):
@@ -47,22 +123,11 @@ class OpenAIJudge(CachedJudge):
         self.base_url, model = parse_openai_spec(arg)
         super().__init__(model, **judge_options({**options, **spec_opts}))
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        self._client: Any = None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "base_url": self.base_url}
 
-    def _http(self) -> Any:
-        import httpx
-
-        if self._client is None:
-            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-            self._client = httpx.Client(timeout=self.timeout, headers=headers)
-        return self._client
-
     def _generate(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool) -> str:
-        import httpx
-
         content: list[dict[str, Any]] = [
             {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(encode_png(im)).decode()}}
             for im in images
@@ -75,21 +140,18 @@ class OpenAIJudge(CachedJudge):
             "temperature": 0.0 if greedy else self.temperature,
             "seed": self.seed + sample,
         }
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        status, raw = post_json(f"{self.base_url}/chat/completions", body, headers, self.timeout)
+        text = raw.decode("utf-8", errors="replace")
+        if status == 429 or status >= 500:
+            raise TransientJudgeError(f"HTTP {status} from {self.base_url}: {text[:200]}")
+        if status != 200:
+            raise ValueError(f"HTTP {status} from {self.base_url}/chat/completions: {text[:300]} — check model name and URL")
         try:
-            r = self._http().post(f"{self.base_url}/chat/completions", json=body)
-        except (httpx.TimeoutException, httpx.TransportError) as e:
-            raise TransientJudgeError(f"{type(e).__name__} talking to {self.base_url}: {e}") from e
-        if r.status_code == 429 or r.status_code >= 500:
-            raise TransientJudgeError(f"HTTP {r.status_code} from {self.base_url}: {r.text[:200]}")
-        if r.status_code != 200:
-            raise ValueError(f"HTTP {r.status_code} from {self.base_url}/chat/completions: {r.text[:300]} — check model name and URL")
-        try:
-            return str(r.json()["choices"][0]["message"]["content"] or "")
-        except (ValueError, KeyError, IndexError, TypeError):
+            return str(json.loads(text)["choices"][0]["message"]["content"] or "")
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             # The transport worked but the envelope is not chat-completions: the answer text is unusable.
-            return r.text
+            return text
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Nothing to release: every request opens and closes its own connection."""
