@@ -144,8 +144,10 @@ def _load_file(path: Path) -> Suite:
     if path.is_dir():
         raise SuiteError(f"{path}: is a folder; pass a suite JSON file (e.g. written by `worldolympiad import` "
                          "or `worldolympiad scenarios render`) or a suite name")
+    from worldolympiad.validate import parse_json
+
     try:
-        d = json.loads(path.read_text())
+        d = parse_json(path.read_text())
     except UnicodeDecodeError as e:
         raise SuiteError(f"{path}: not a text file; pass a suite or case JSON file") from e
     except json.JSONDecodeError as e:
@@ -192,7 +194,7 @@ def _load_file(path: Path) -> Suite:
 
 def _load_item(item: Any, base: Path, where: str, fallback_id: str) -> Case | BrokenItem:
     """One suite item (inline object or relative path) → Case, or a BrokenItem naming the problem."""
-    from worldolympiad.validate import validate_case_dict
+    from worldolympiad.validate import parse_json, validate_case_dict
 
     item_base = base
     if isinstance(item, str):
@@ -201,7 +203,7 @@ def _load_item(item: Any, base: Path, where: str, fallback_id: str) -> Case | Br
         if not f.exists():
             return BrokenItem(fallback_id, f"{where}: case file {f} not found; fix the path (relative to the suite file)")
         try:
-            item = json.loads(f.read_text())
+            item = parse_json(f.read_text())
         except json.JSONDecodeError as e:
             return BrokenItem(fallback_id, f"{f}: malformed case JSON ({e.msg} at line {e.lineno} col {e.colno}); "
                                            "fix the file")

@@ -246,7 +246,9 @@ class Case:
     def load(cls, path: str | Path) -> Case:
         path = Path(path)
         try:
-            d = json.loads(path.read_text())
+            from worldolympiad.validate import parse_json
+
+            d = parse_json(path.read_text())
         except json.JSONDecodeError as e:
             raise CaseError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} col {e.colno}); fix the file") from e
         return cls.from_dict(d, base_dir=path.parent.resolve())

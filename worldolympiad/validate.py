@@ -9,6 +9,8 @@ the schema already rejects is skipped rather than reported twice.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -33,6 +35,39 @@ def load_schema(name: str = "case") -> dict[str, Any]:
     """The published JSON Schema (``"case"`` or ``"suite"``)."""
     text = resources.files("worldolympiad.schema").joinpath(f"{name}.schema.json").read_text()
     return json.loads(text)  # type: ignore[no-any-return]
+
+
+#: deepest nesting a case or suite file may have (the formats need 6 levels; Python's parser gives up near 1,000)
+MAX_JSON_DEPTH = 64
+#: frame rates a case may declare (a time-lapse at 0.1 fps to a high-speed camera at 1,000 fps)
+FPS_RANGE = (0.1, 1000.0)
+#: a case id, matched whole (Python's ``$`` also matches before a final newline, which the schema's
+#: ``^...$`` pattern lets through in ``jsonschema``)
+CASE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+#: how far ``R^T R`` of a camera pose may be from the identity (and ``det R`` from 1)
+ROTATION_TOLERANCE = 1e-3
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` that turns nesting past :data:`MAX_JSON_DEPTH` (or past what Python's parser can
+    recurse into) into a :class:`json.JSONDecodeError`, so every reader reports it as one line."""
+    try:
+        d = json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError(f"nested deeper than Python's JSON parser can read (the limit is "
+                                   f"{MAX_JSON_DEPTH} levels); flatten the file", str(text)[:200], 0) from None
+    depth, stack = 0, [(d, 1)]
+    while stack:
+        node, level = stack.pop()
+        depth = max(depth, level)
+        if depth > MAX_JSON_DEPTH:
+            raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep; flatten the file",
+                                       str(text)[:200], 0)
+        if isinstance(node, dict):
+            stack.extend((v, level + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, level + 1) for v in node)
+    return d
 
 
 def _json_path(parts: Any) -> str:
@@ -97,6 +132,7 @@ def _semantic_case_checks(d: Mapping[str, Any], prefix: str) -> list[Problem]:
     problems: list[Problem] = []
     num_frames = d.get("num_frames")
     n = num_frames if _is_int(num_frames) else None
+    problems += _scalar_checks(d, n, prefix)
     raw_chunks = d.get("chunks")
     chunks: list[Any] = raw_chunks if isinstance(raw_chunks, list) else []
     prev_end = 0
@@ -126,10 +162,68 @@ def _semantic_case_checks(d: Mapping[str, Any], prefix: str) -> list[Problem]:
             if _is_matrix(m, 4, 4) and [round(x, 6) for x in m[3]] != [0.0, 0.0, 0.0, 1.0]:
                 problems.append(Problem(f"{prefix}.camera.trajectory[{j}][3]", f"last row of a pose must be [0, 0, 0, 1], got {m[3]}"))
                 break
+        problems += _rotation_checks(traj, f"{prefix}.camera.trajectory")
     K = cam.get("intrinsics") if cam else None
-    if _is_matrix(K, 3, 3) and (K[0][0] <= 0 or K[1][1] <= 0):
+    if _is_matrix(K, 3, 3) and not all(math.isfinite(x) for r in K for x in r):
+        problems.append(Problem(f"{prefix}.camera.intrinsics", f"must hold finite numbers, got {K}"))
+    elif _is_matrix(K, 3, 3) and (K[0][0] <= 0 or K[1][1] <= 0):
         problems.append(Problem(f"{prefix}.camera.intrinsics", "focal lengths K[0][0], K[1][1] must be positive"))
     return problems
+
+
+def _scalar_checks(d: Mapping[str, Any], n: int | None, prefix: str) -> list[Problem]:
+    """The id matched whole, a frame rate that is a real one, the case within the frame and pixel budgets."""
+    from worldolympiad.budgets import BudgetError, case_budget_problem
+
+    out: list[Problem] = []
+    cid = d.get("id")
+    schema_id = load_schema("case")["properties"]["id"]["pattern"]
+    if isinstance(cid, str) and re.search(schema_id, cid) and not CASE_ID.match(cid):
+        out.append(Problem(f"{prefix}.id", f"{cid!r} has a character ids may not hold (a trailing newline?); "
+                                           "an id is letters, digits, '_', '.', '-' and names files"))
+    fps = d.get("fps")
+    if isinstance(fps, (int, float)) and not isinstance(fps, bool):
+        lo, hi = FPS_RANGE
+        if not math.isfinite(fps):
+            out.append(Problem(f"{prefix}.fps", f"must be a finite number of frames per second, got {fps!r}"))
+        elif fps > 0 and not lo <= fps <= hi:  # <= 0 is the schema's
+            out.append(Problem(f"{prefix}.fps", f"{fps!r} frames per second is outside {lo:g}..{hi:g}; "
+                                                "write the video's real frame rate"))
+    res = d.get("resolution")
+    if n is not None and isinstance(res, list) and len(res) == 2 and all(_is_int(x) and x > 0 for x in res):
+        try:
+            over = case_budget_problem(n, res[0], res[1])
+        except BudgetError as e:
+            return [*out, Problem(prefix, str(e))]
+        if over is not None:
+            out.append(Problem(f"{prefix}.{over[0]}", over[1]))
+    return out
+
+
+def _rotation_checks(traj: list[Any], where: str) -> list[Problem]:
+    """The first pose whose 3x3 block is not a rotation (orthonormal, det +1, within
+    :data:`ROTATION_TOLERANCE`) or that holds a non-finite number; poses of another shape are the schema's."""
+    import numpy as np
+
+    index = [j for j, m in enumerate(traj) if _is_matrix(m, 4, 4)]
+    if not index:
+        return []
+    poses = np.asarray([traj[j] for j in index], dtype=np.float64)  # [T, 4, 4]
+    finite = np.isfinite(poses).all(axis=(1, 2))
+    if not finite.all():
+        j = index[int(np.argmin(finite))]
+        return [Problem(f"{where}[{j}]", "holds a number that is not finite (NaN or Infinity)")]
+    R = poses[:, :3, :3]
+    err = np.abs(np.einsum("tji,tjk->tik", R, R) - np.eye(3)).max(axis=(1, 2))
+    det = np.linalg.det(R)
+    bad = (err > ROTATION_TOLERANCE) | (np.abs(det - 1.0) > ROTATION_TOLERANCE)
+    if bad.any():
+        k = int(np.argmax(bad))
+        return [Problem(f"{where}[{index[k]}]", f"its 3x3 block is not a rotation (max |R^T R - I| = {err[k]:.3g}, "
+                                                f"det R = {det[k]:.3g}; tolerance {ROTATION_TOLERANCE:g}); give "
+                                                "camera-to-world poses [R | t] with R orthonormal and det +1 "
+                                                "(no scale or mirror)")]
+    return []
 
 
 def validate_suite_dict(d: Any, base_dir: Path | None = None) -> list[Problem]:
@@ -152,7 +246,7 @@ def validate_suite_dict(d: Any, base_dir: Path | None = None) -> list[Problem]:
         if isinstance(item, str):
             f = (base_dir or Path(".")) / item
             try:
-                case_d = json.loads(f.read_text())
+                case_d = parse_json(f.read_text())
             except FileNotFoundError:
                 problems.append(Problem(p, f"case file {f} not found"))
                 continue
@@ -194,12 +288,37 @@ def validate_file(path: str | Path) -> list[Problem]:
     if not path.exists():
         return [Problem("$", f"{path} not found")]
     try:
-        d = json.loads(path.read_text())
+        d = parse_json(path.read_text())
     except json.JSONDecodeError as e:
         return [Problem("$", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}; {json_error_hint(e, path)}")]
     if isinstance(d, Mapping) and "cases" in d:
         return validate_suite_dict(d, base_dir=path.parent)
     return validate_case_dict(d)
+
+
+def track_case_problems(d: Any, prefix: str = "$") -> list[Problem]:
+    """What the case's tracks can tell they cannot score from a valid case alone: each registered track class
+    may define ``case_problems(case) -> [(path, message)]`` (the interaction track: an action its vocabulary
+    does not know, with the known names). Reported as warnings (imported public data carries such names);
+    the track's row for the case fails. A track that cannot be loaded is skipped (scoring says why)."""
+    from worldolympiad.registries import TRACKS
+    from worldolympiad.types import Case
+
+    try:
+        case = Case.from_dict(d)
+    except Exception:  # noqa: BLE001 - the case's own problems are reported by validate_case_dict
+        return []
+    out: list[Problem] = []
+    for name in case.tracks:
+        try:
+            check = getattr(TRACKS.get(name), "case_problems", None)
+        except Exception:  # noqa: BLE001
+            continue
+        if check is not None:
+            out += [Problem(f"{prefix}.{path}", f"{message}; the {name} track cannot score this case (its row "
+                                                "fails): rename the action or describe it in metadata.action_space")
+                    for path, message in check(case)]
+    return out
 
 
 # ---------------------------------------------------------------------------- warnings
@@ -251,7 +370,7 @@ def case_warnings(d: Any, prefix: str = "$") -> list[Problem]:
             what = f"actions {names} are read with the shipped default vocabulary ({vocab}, tracks/interaction/data/action_spaces.yaml)"
         out.append(Problem(f"{prefix}.metadata", f"no action space: {what}; add metadata.action_space (what each action "
                                                  "moves and which way) or metadata.action_space_name"))
-    return out
+    return out + track_case_problems(d, prefix)
 
 
 def warnings_for_file(path: str | Path) -> list[Problem]:
@@ -259,7 +378,7 @@ def warnings_for_file(path: str | Path) -> list[Problem]:
     problems say why)."""
     path = Path(path)
     try:
-        d = json.loads(path.read_text())
+        d = parse_json(path.read_text())
     except (OSError, json.JSONDecodeError):
         return []
     if not (isinstance(d, Mapping) and "cases" in d):
@@ -268,7 +387,7 @@ def warnings_for_file(path: str | Path) -> list[Problem]:
     for i, item in enumerate(d.get("cases") or []):
         if isinstance(item, str):
             try:
-                item = json.loads((path.parent / item).read_text())
+                item = parse_json((path.parent / item).read_text())
             except (OSError, json.JSONDecodeError):
                 continue
         out += case_warnings(item, prefix=f"$.cases[{i}]")

@@ -1,0 +1,110 @@
+"""Validation refuses what cannot be scored (issue 59, item 3): frame rates that are not real ones, ids that
+only look whole, camera poses that are not rotations, cases and decodes past the frame and pixel budgets,
+actions the case's vocabulary does not know, files nested too deep to read. Each test failed at f2a8484."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import wo_testlib
+
+from worldolympiad.budgets import MAX_FRAMES_ENV, MAX_PIXELS_ENV
+from worldolympiad.cli import main as cli
+from worldolympiad.cli.evaluate import main as evaluate_main
+from worldolympiad.suites import load_suite_lenient
+from worldolympiad.types import Case, CaseError
+from worldolympiad.validate import validate_case_dict
+
+
+def _problems(case: dict) -> dict[str, str]:
+    return {p.path: p.message for p in validate_case_dict(case)}
+
+
+@pytest.mark.parametrize("fps", [float("nan"), float("inf"), 1e-300, 1e6])
+def test_a_frame_rate_must_be_finite_and_real(fps, tmp_path, capsys):
+    case = wo_testlib.case_dict("a", fps=fps)
+    assert "$.fps" in _problems(case)
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(case))  # NaN / Infinity as Python's json writes them
+    assert cli.main(["validate", str(path)]) == 1
+    assert "$.fps" in capsys.readouterr().out
+    with pytest.raises(CaseError, match="fps"):
+        Case.from_dict(case)
+
+
+def test_ordinary_frame_rates_pass():
+    for fps in (8, 23.976, 29.97002997002997, 240):
+        assert _problems(wo_testlib.case_dict("a", fps=fps)) == {}
+
+
+def test_an_id_ending_in_a_newline_is_refused():
+    problems = _problems(wo_testlib.case_dict("walk\n"))
+    assert "trailing newline" in problems["$.id"]
+    assert _problems(wo_testlib.case_dict("walk.v2-a_b")) == {}
+
+
+def _camera(poses):
+    return {"intrinsics": [[20, 0, 8], [0, 20, 8], [0, 0, 1]], "trajectory": [p.tolist() for p in poses]}
+
+
+def test_camera_poses_must_be_rotations():
+    eye = np.eye(4)
+    scaled, mirror, nan = eye.copy(), eye.copy(), eye.copy()
+    scaled[:3, :3] *= 2.0
+    mirror[0, 0] = -1.0
+    nan[0, 3] = np.nan
+    for bad, word in ((scaled, "not a rotation"), (mirror, "det R = -1"), (nan, "not finite")):
+        case = wo_testlib.case_dict("a", camera=_camera([eye, eye, bad, eye, eye, eye]))
+        assert word in _problems(case)["$.camera.trajectory[2]"]
+    c, s = np.cos(0.3), np.sin(0.3)
+    turned = eye.copy()
+    turned[:3, :3] = [[c, 0, s], [0, 1, 0], [-s, 0, c]]
+    turned[:3, :3] += 1e-5  # JSON rounding stays inside the tolerance
+    assert _problems(wo_testlib.case_dict("a", camera=_camera([eye, turned] * 3))) == {}
+
+
+def test_a_case_past_the_frame_budget_is_refused_before_anything_allocates(tmp_path, monkeypatch):
+    monkeypatch.delenv(MAX_FRAMES_ENV, raising=False)
+    huge = wo_testlib.case_dict("long", num_frames=100_000)
+    problems = _problems(huge)
+    assert MAX_FRAMES_ENV in problems["$.num_frames"]
+    suite = wo_testlib.write_suite(tmp_path / "s.json", [huge, wo_testlib.case_dict("ok")])
+    loaded = load_suite_lenient(suite)  # the evaluator's loader: the huge case is a broken item
+    assert [c.id for c in loaded.cases] == ["ok"] and "frame budget" in loaded.broken[0].error
+    monkeypatch.setenv(MAX_FRAMES_ENV, "200000")  # the documented way to raise it
+    assert _problems(huge) == {}
+
+
+def test_a_case_past_the_pixel_budget_is_refused(monkeypatch):
+    monkeypatch.delenv(MAX_PIXELS_ENV, raising=False)
+    big = wo_testlib.case_dict("big", num_frames=1000, res=(2160, 3840))  # 8.3 G pixels, 25 GB of RGB
+    assert MAX_PIXELS_ENV in _problems(big)["$.resolution"]
+    monkeypatch.setenv(MAX_PIXELS_ENV, str(10**10))
+    assert _problems(big) == {}
+    monkeypatch.setenv(MAX_PIXELS_ENV, "lots")
+    assert "not a positive integer" in _problems(big)["$"]
+
+
+def _nested(tmp_path: Path, depth: int) -> Path:
+    x: object = 1
+    for _ in range(depth):
+        x = [x]
+    case = wo_testlib.case_dict("a", metadata={"x": x})
+    path = tmp_path / f"deep{depth}.json"
+    path.write_text(json.dumps({"name": "s", "cases": [case]}) if depth < 900 else
+                    '{"name": "s", "cases": [{"id": "a", "metadata": {"x": ' + "[" * depth + "]" * depth + "}}]}")
+    return path
+
+
+@pytest.mark.parametrize("depth", [200, 100_000])
+def test_deeply_nested_json_is_one_line_not_a_traceback(depth, tmp_path, capsys):
+    path = _nested(tmp_path, depth)
+    assert cli.main(["validate", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "nested" in out.out and "Traceback" not in out.out + out.err
+    assert evaluate_main(["--model", "reference", "--suite", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "nested" in err and len(err.strip().splitlines()) == 1
