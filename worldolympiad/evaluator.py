@@ -502,7 +502,9 @@ class _Worker:
         if stored is not None and self.env.resume:
             t0 = time.perf_counter()
             try:
-                video = read_video(stored)
+                from worldolympiad.budgets import decode_limits
+
+                video = read_video(stored, **decode_limits(case))  # as the videos: model reads a linked file
                 if ts_path.is_file():
                     _, _, chunks = read_chunk_timestamps(ts_path, [c.caption for c in case.chunks],
                                                          [c.action for c in case.chunks])
@@ -540,7 +542,9 @@ class _Worker:
 
             pix_fmt, qp = video_storage(self.env.spec.option_dict)
             write_video(path, video.frames, video.fps, qp=qp, pix_fmt=pix_fmt)
-            scored = read_video(path)
+            from worldolympiad.budgets import decode_limits
+
+            scored = read_video(path, **decode_limits(case))
             scored.metadata.update({k: v for k, v in video.metadata.items() if k not in scored.metadata})
         scored.chunks = _clip(video.chunks or case.chunks, scored.num_frames)
         if scored.chunks:
@@ -1270,7 +1274,9 @@ def score_video(
     env = _Env(spec=spec, run_dir=work, cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
                device=resolve_device(device), resume=False, track_classes=classes)
     worker = _Worker(env, lambda kind, payload: None)
-    video = read_video(video_path)
+    from worldolympiad.budgets import decode_limits
+
+    video = read_video(video_path, **decode_limits(case))
     video.chunks = _clip(case.chunks, video.num_frames)
     ref_cache: dict[str, Video | None] = {}
 

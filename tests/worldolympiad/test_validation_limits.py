@@ -5,18 +5,20 @@ actions the case's vocabulary does not know, files nested too deep to read. Each
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 import wo_testlib
 
-from worldolympiad.budgets import MAX_FRAMES_ENV, MAX_PIXELS_ENV
+from worldolympiad.budgets import MAX_FRAMES_ENV, MAX_PIXELS_ENV, decode_limits
 from worldolympiad.cli import main as cli
 from worldolympiad.cli.evaluate import main as evaluate_main
 from worldolympiad.suites import load_suite_lenient
 from worldolympiad.types import Case, CaseError
 from worldolympiad.validate import validate_case_dict
+from worldolympiad.video.io import VideoError, read_video
 
 
 def _problems(case: dict) -> dict[str, str]:
@@ -86,6 +88,52 @@ def test_a_case_past_the_pixel_budget_is_refused(monkeypatch):
     assert _problems(big) == {}
     monkeypatch.setenv(MAX_PIXELS_ENV, "lots")
     assert "not a positive integer" in _problems(big)["$"]
+
+
+def _bomb(path: Path, frames: int = 120, size: int = 1024) -> Path:
+    """A solid colour at 1024 x 1024: a few KB of H.264 that decode to ``frames`` x 3 MB."""
+    import av
+
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libx264", rate=8)
+        s.width = s.height = size
+        s.pix_fmt = "yuv420p"
+        s.options = {"preset": "ultrafast"}
+        img = np.full((size, size, 3), 90, np.uint8)
+        for _ in range(frames):
+            for packet in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                c.mux(packet)
+        for packet in s.encode():
+            c.mux(packet)
+    return path
+
+
+def test_the_decoder_stops_at_the_case_and_the_pixel_budget(tmp_path):
+    bomb = _bomb(tmp_path / "small.mp4")
+    assert bomb.stat().st_size < 200_000  # decodes to 377 MB
+    tight = Case.from_dict(wo_testlib.case_dict("small", num_frames=24, res=(64, 64)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(VideoError, match="WORLDOLYMPIAD_MAX_PIXELS"):
+            read_video(bomb, **decode_limits(tight))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6
+    roomy = Case.from_dict(wo_testlib.case_dict("small", num_frames=6, res=(1024, 1024)))
+    assert read_video(bomb, **decode_limits(roomy)).num_frames == 6  # stops at the case's frame count
+
+
+def test_a_videos_model_file_is_read_within_the_case(tmp_path):
+    from worldolympiad.models.videos import VideosModel, check_video_file
+
+    bomb = _bomb(tmp_path / "small.mp4")
+    with pytest.raises(VideoError, match="budget"):
+        VideosModel(str(tmp_path)).generate(Case.from_dict(wo_testlib.case_dict("small", num_frames=24, res=(64, 64))))
+    case = Case.from_dict(wo_testlib.case_dict("small", num_frames=6, res=(1024, 1024)))
+    assert VideosModel(str(tmp_path)).generate(case).num_frames == 6
+    long = [w for w in check_video_file(bomb, case) if w.kind == "long"]
+    assert long and "120 frames, the case has 6" in long[0].message and "not decoded or scored" in long[0].message
 
 
 def _nested(tmp_path: Path, depth: int) -> Path:

@@ -77,11 +77,12 @@ class ReferenceStore:
             ModelError: the generator is unknown or its render failed.
         """
         if case.reference:
+            from worldolympiad.budgets import decode_limits
             from worldolympiad.video.io import read_video
 
             path = case.resolve(case.reference)
             assert path is not None
-            video = read_video(path)
+            video = read_video(path, max_pixels=decode_limits(case)["max_pixels"])  # a decode bomb is refused
             video.chunks = _clip(case.chunks, video.num_frames)
             return video
         if case.metadata.get("generator"):

@@ -127,7 +127,9 @@ class VideosModel(WorldModel):
             video = load_frames(path, case)
             chunks = chunks or video.chunks
         else:
-            video = read_video(path)
+            from worldolympiad.budgets import decode_limits
+
+            video = read_video(path, **decode_limits(case))  # the case's frames at most, within the pixel budget
         if not chunks:
             chunks = _clip_chunks(case.chunks, video.num_frames)
         else:
@@ -242,7 +244,7 @@ class InputWarning:
     """Evidence in a ``videos:`` folder will be weaker than it could be (a warning, never an error).
 
     Attributes:
-        kind: ``chroma_420`` | ``lossy`` | ``size`` | ``short`` | ``fps`` | ``missing``.
+        kind: ``chroma_420`` | ``lossy`` | ``size`` | ``short`` | ``long`` | ``fps`` | ``missing``.
         case_id: the case the file belongs to.
         path: the video file (empty for ``missing``).
         message: what was found, what it costs and how to fix it.
@@ -277,6 +279,8 @@ WARNING_TEXT: dict[str, tuple[str, str]] = {
     "short": ("chunks past the video's end are dropped, their actions and captions go unjudged and the "
               "long-video track splits fewer frames",
               "generate the case's num_frames frames"),
+    "long": ("frames past the case's num_frames are not decoded or scored",
+             "generate the case's num_frames frames (trim the rest)"),
     "fps": ("per-frame motion is compared with the case's per-frame actions and physics at the case's frame rate",
             "write the video at the case's fps"),
     "missing": ("the case gets a failed row for this model", "generate it, or fix the file name (<case_id>.mp4)"),
@@ -339,6 +343,8 @@ def check_video_file(path: Path, case: Case) -> list[InputWarning]:
 
         rc = re.search(r"(?:^| )(crf=[\d.]+|qp=\d+)", settings)
         out.append(_warn("lossy", case.id, str(path), f"lossy {codec}" + (f" ({rc.group(1)})" if rc else "")))
+    if n > case.num_frames:
+        out.append(_warn("long", case.id, str(path), f"{n} frames, the case has {case.num_frames}"))
     return out + check_frames(case, str(path), n, (h, w), fps)
 
 

@@ -78,7 +78,14 @@ def _check_file(path: Path) -> None:
         raise VideoError(f"{path}: file is empty (0 bytes); regenerate it")
 
 
-def _decode_pyav(path: Path, max_frames: int | None) -> tuple[list[np.ndarray], float, str | None]:
+def _over_budget(path: Path, pixels: int, max_pixels: int) -> VideoError:
+    return VideoError(f"{path}: decodes to more than {max_pixels:,} pixels (frames x height x width; stopped at "
+                      f"{pixels:,}), past the budget for its case; write it at the case's resolution and frame count "
+                      "(or raise WORLDOLYMPIAD_MAX_PIXELS where the machine holds it)")
+
+
+def _decode_pyav(path: Path, max_frames: int | None,
+                 max_pixels: int | None = None) -> tuple[list[np.ndarray], float, str | None]:
     """Frames, source fps and the decoder's complaint (a truncated file stops mid-stream) of ``path``."""
     import av
 
@@ -96,17 +103,24 @@ def _decode_pyav(path: Path, max_frames: int | None) -> tuple[list[np.ndarray], 
         stream.thread_type = "AUTO"
         rate = stream.average_rate or stream.guessed_rate
         src_fps = float(rate) if rate else 0.0
+        pixels = 0
         try:
             for frame in container.decode(stream):
+                pixels += frame.width * frame.height  # counted before the frame is converted
+                if max_pixels is not None and pixels > max_pixels:
+                    raise _over_budget(path, pixels, max_pixels)
                 frames.append(_to_rgb_uint8(frame.to_ndarray(format="rgb24")))
                 if max_frames is not None and len(frames) >= max_frames:
                     break
+        except VideoError:
+            raise
         except Exception as e:  # noqa: BLE001 - truncated files raise mid-stream
             decode_error = f"{type(e).__name__}: {e}"
     return frames, src_fps, decode_error
 
 
-def _decode_opencv(path: Path, max_frames: int | None) -> tuple[list[np.ndarray], float, str | None]:
+def _decode_opencv(path: Path, max_frames: int | None,
+                   max_pixels: int | None = None) -> tuple[list[np.ndarray], float, str | None]:
     """The same through OpenCV's FFmpeg backend, for an environment without PyAV (a GPU image that ships
     torch and OpenCV). Both convert through FFmpeg's swscale: an H.264 render decodes to identical frames
     (``test_read_video_without_pyav_decodes_the_same_frames``). OpenCV hands every pixel format over as
@@ -120,7 +134,10 @@ def _decode_opencv(path: Path, max_frames: int | None) -> tuple[list[np.ndarray]
     frames: list[np.ndarray] = []
     try:
         src_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        frame_pixels = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0) * int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0)
         while max_frames is None or len(frames) < max_frames:
+            if max_pixels is not None and (len(frames) + 1) * frame_pixels > max_pixels:
+                raise _over_budget(path, (len(frames) + 1) * frame_pixels, max_pixels)
             ok, bgr = cap.read()
             if not ok:
                 break
@@ -136,6 +153,7 @@ def read_video(
     num_frames: int | None = None,
     fps: float | None = None,
     max_frames: int | None = None,
+    max_pixels: int | None = None,
     chunks: Sequence[Chunk] = (),
     min_frames: int = 1,
 ) -> Video:
@@ -146,21 +164,24 @@ def read_video(
         num_frames: if set, sample this many frames evenly over the whole video.
         fps: if set, resample to this frame rate (nearest frame in time).
         max_frames: stop decoding after this many frames (before sampling).
+        max_pixels: refuse a stream whose decoded frames add up to more than this many pixels
+            (frames x height x width), checked before each frame is converted. Both bounds for a case:
+            :func:`worldolympiad.budgets.decode_limits`.
         chunks: chunk boundaries to attach (in frames of the *returned* video).
         min_frames: fewer decoded frames than this is an error.
 
     Raises:
-        VideoError: missing, empty, truncated-beyond-use or non-video file; too few frames.
+        VideoError: missing, empty, truncated-beyond-use or non-video file; too few frames; past ``max_pixels``.
     """
     path = Path(path)
     _check_file(path)
     try:
         import av  # noqa: F401 - only probing for it
     except ImportError:
-        frames, src_fps, decode_error = _decode_opencv(path, max_frames)
+        frames, src_fps, decode_error = _decode_opencv(path, max_frames, max_pixels)
         decoder = "opencv"
     else:
-        frames, src_fps, decode_error = _decode_pyav(path, max_frames)
+        frames, src_fps, decode_error = _decode_pyav(path, max_frames, max_pixels)
         decoder = "pyav"
     if not frames:
         extra = f" (decoder said: {decode_error})" if decode_error else ""
