@@ -16,14 +16,16 @@ Contract:
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from worldolympiad.options import OptionSpec
 from worldolympiad.types import Case, MetricValue, Video
 
 
@@ -107,10 +109,28 @@ class TrackOutput:
 
 
 class Track:
-    """Base class of tracks. Subclasses set ``name``, ``version`` and implement :meth:`evaluate`."""
+    """Base class of tracks. Subclasses set ``name``, ``version`` and implement :meth:`evaluate`.
+
+    The ``--option <name>.<key>`` keys a track reads are declared in the ``options:`` of the
+    ``track.yaml`` beside its module, or (a plugin without one) in ``OPTIONS``; see
+    :mod:`worldolympiad.options`.
+    """
 
     name: ClassVar[str] = "track"
     version: ClassVar[str] = "1"
+    OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {}
+
+    @classmethod
+    def declared_options(cls) -> dict[str, OptionSpec]:
+        """The option keys (without the ``<name>.`` prefix) this track reads, with type, default and help."""
+        if cls.OPTIONS:
+            return dict(cls.OPTIONS)
+        file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if file and Path(file).with_name("track.yaml").is_file():
+            from worldolympiad.trackspec import load_track_spec
+
+            return dict(load_track_spec(Path(file).with_name("track.yaml")).option_specs)
+        return {}
 
     def applicability(self, case: Case) -> str | None:
         """``None`` if this track can judge ``case``, else the reason it cannot."""

@@ -5,7 +5,8 @@ Every track ships a ``track.yaml`` next to its code::
     name: geometry
     version: "1"
     description: ...
-    options: {max_frames: 24, ...}        # optional; defaults for ``--option <track>.<key>``
+    options:                              # optional; every ``--option <track>.<key>`` the track reads
+      max_frames: {type: int, default: 24, help: frames sampled for SfM}   # see worldolympiad.options
     metrics:
       - name: heldout_psnr
         description: ...
@@ -28,6 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from worldolympiad.options import OptionSpec, parse_option_specs
 from worldolympiad.types import MetricValue
 
 __all__ = ["MetricSpec", "TrackSpec", "load_track_spec"]
@@ -124,6 +126,7 @@ class TrackSpec:
         metrics: Declared metrics by name, in file order.
         weights: Track-score weights by metric name (a subset of ``metrics``).
         options: Option defaults (``--option <track>.<key>`` overrides them).
+        option_specs: The declared options (type, default, help) by key.
     """
 
     name: str
@@ -132,6 +135,7 @@ class TrackSpec:
     metrics: dict[str, MetricSpec]
     weights: dict[str, float] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    option_specs: dict[str, OptionSpec] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> MetricSpec:
         """The declared metric ``name``.
@@ -188,10 +192,9 @@ def _load(path: Path) -> TrackSpec:
     unknown = sorted(set(weights) - set(metrics))
     if unknown:
         raise ValueError(f"{path}: score.weights name undeclared metrics {unknown}; declared: {sorted(metrics)}")
-    options = d.get("options") or {}
-    if not isinstance(options, dict):
-        raise ValueError(f"{path}: 'options' must be a mapping of option defaults, got {options!r}")
-    return TrackSpec(str(d["name"]), str(d["version"]), str(d.get("description", "")), metrics, weights, dict(options))
+    options = parse_option_specs(path, d.get("options"))
+    return TrackSpec(str(d["name"]), str(d["version"]), str(d.get("description", "")), metrics, weights,
+                     {k: o.default for k, o in options.items()}, options)
 
 
 def _metric_spec(path: Path, i: int, m: Any) -> MetricSpec:

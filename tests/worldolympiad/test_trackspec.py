@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from worldolympiad.options import OptionSpec
 from worldolympiad.trackspec import MetricSpec, load_track_spec
 
 TRACKS = Path(__file__).resolve().parents[2] / "tracks"
@@ -16,7 +17,7 @@ name: toy
 version: "2"
 description: a toy track
 options:
-  max_frames: 24
+  max_frames: {type: int, default: 24, help: frames sampled}
 metrics:
   - name: psnr
     description: higher is better
@@ -108,6 +109,7 @@ def test_load_track_spec_parses_every_field(tmp_path):
     assert spec["error"].version == "1"  # default
     assert spec.weights == {"psnr": 1.0, "error": 0.5}
     assert spec.options == {"max_frames": 24}
+    assert spec.option_specs["max_frames"] == OptionSpec("int", 24, "frames sampled")
     with pytest.raises(KeyError, match="'ssim' is not declared.*known"):
         spec["ssim"]
 
@@ -144,3 +146,21 @@ def test_shipped_track_yamls_load(track):
     spec = load_track_spec(TRACKS / track / "track.yaml")
     assert spec.name == track and spec.metrics
     assert set(spec.weights) <= set(spec.metrics)
+
+
+@pytest.mark.parametrize("options, match", [
+    ("  max_frames: 24\n", "options.max_frames must be a mapping with type, default and help"),
+    ("  max_frames: {type: integer, default: 24, help: x}\n", "options.max_frames.type must be one of"),
+    ("  max_frames: {type: int, default: 24}\n", "with type, default and help"),
+])
+def test_an_option_without_type_default_and_help_is_refused(tmp_path, options, match):
+    text = GOOD_YAML.replace("  max_frames: {type: int, default: 24, help: frames sampled}\n", options)
+    with pytest.raises(ValueError, match=match):
+        load_track_spec(_write(tmp_path, text))
+
+
+def test_every_shipped_track_declares_its_options():
+    for name in ("physics", "geometry", "interaction", "longvideo"):
+        spec = load_track_spec(TRACKS / name / "track.yaml")
+        assert spec.option_specs, name
+        assert all(o.help for o in spec.option_specs.values()), name

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from worldolympiad.options import OptionSpec
 from worldolympiad.track import EvalContext, Track, TrackOutput
 from worldolympiad.types import Case, MetricValue, Video
 
@@ -29,6 +30,8 @@ class CountingTrack(Track):
 
     name = "counting"
     version = "3"
+    OPTIONS = {"calls": OptionSpec("path", None, "file that gets one line per evaluate call"),
+               "sleep": OptionSpec("float", 0, "seconds to sleep per call")}
 
     def applicability(self, case: Case) -> str | None:
         if case.metadata.get("skip_counting"):

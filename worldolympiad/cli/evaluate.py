@@ -48,7 +48,7 @@ examples:
   evaluate-model --model videos:data/wo#mymodel --suite wo.json --tracks physics,interaction
   evaluate-model --model perturbed:teleport@0.5 --seeds 0,1,2 --workers 2
   evaluate-model --model diffusers:/models/wan-t2v --suite smoke --device cuda --limit 2
-  evaluate-model --model reference --judge openai:http://localhost:8000/v1#qwen2.5-vl --option physics.samples=3
+  evaluate-model --model reference --judge openai:http://localhost:8000/v1#qwen2.5-vl --option physics.judge_samples=3
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
 timings.jsonl and summary.json; rerunning the same command resumes it: finished rows are reused
@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="on resume, recompute rows that failed")
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="track/model option, repeatable (e.g. physics.segmenter=opencv, model.num_inference_steps=4); "
+                   help="track/model option, repeatable (e.g. physics.segmenter=opencv, model.steps=4; "
+                        "`worldolympiad ls options` lists every key; an unknown key exits 2); "
                         "video.pix_fmt / video.qp set how generated videos are stored and scored "
                         "(default yuv444p, constant quantizer 18: 4:2:0 loses the colour of 1-2 px sprites)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -158,6 +159,7 @@ class _Plan:
 def _plan(args: argparse.Namespace) -> _Plan:
     """Validate the flags once (raises UsageError / ValueError)."""
     from worldolympiad.evaluator import EvalConfig, parse_options
+    from worldolympiad.options import check_options
     from worldolympiad.registries import JUDGES, TRACKS, parse_spec
 
     tracks = _parse_list(args.tracks, "tracks")
@@ -179,6 +181,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out} is a file; pass a folder (run directories are made inside it)")
     options = parse_options(args.option)
+    check_options(options, args.model)  # an unknown key exits 2 here, naming the valid keys
     config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
                         retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress)
     return _Plan(tracks=tracks, seeds=seeds, options=options, config=config)

@@ -49,6 +49,7 @@ examples:
   worldolympiad ls suites        # suites with case counts
   worldolympiad ls metrics       # every track's metrics, bounds and weights
   worldolympiad ls rules         # the physical rules a case's physics.rules may name
+  worldolympiad ls options       # every --option KEY: type, default, help (tracks, models, video storage)
 """
 VALIDATE_EPILOG = """\
 examples:
@@ -57,9 +58,6 @@ examples:
   worldolympiad validate smoke                       # a registered suite
   worldolympiad validate docs/examples/suite.json --videos gen/   # + warnings on gen/<case_id>.mp4
 file formats: docs/formats.md
-budgets: a case may ask for at most 20,000 frames and 1,000,000,000 pixels (num_frames x H x W), and a
-  video is decoded up to its case's frame count; raise them where the machine holds more with the
-  environment variables WORLDOLYMPIAD_MAX_FRAMES and WORLDOLYMPIAD_MAX_PIXELS
 """
 SCORE_EPILOG = """\
 examples:
@@ -89,7 +87,7 @@ DISPATCH: dict[str, tuple[str, str]] = {
     "lvbench": ("tracks.longvideo.cli:main", "tracks (tracks/longvideo/cli.py)"),
 }
 
-LS_KINDS = ("models", "tracks", "metrics", "suites", "rules", "judges", "generators", "perturbations")
+LS_KINDS = ("models", "tracks", "metrics", "suites", "rules", "options", "judges", "generators", "perturbations")
 
 
 class UsageError(ValueError):
@@ -248,6 +246,25 @@ def _ls_suites() -> str:
     return _table(rows)
 
 
+def _ls_options() -> str:
+    """Every declared ``--option`` key (worldolympiad.options); ``model.*`` keys per model kind."""
+    from worldolympiad.options import declared_options, model_options
+    from worldolympiad.registries import MODELS
+
+    def default(v: object) -> str:
+        return "-" if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)
+
+    def row(key: str, o: Any, who: str = "") -> tuple[str, ...]:
+        kind = o.type + (f" ({'|'.join(o.choices)})" if o.choices else "")
+        return (key, kind, default(o.default), (f"[{who}] " if who else "") + o.help)
+
+    rows = [row(k, o) for k, o in declared_options().items()]
+    for name in MODELS.names():
+        rows += [row(f"model.{k}", o, name) for k, o in (model_options(name) or {}).items()]
+    return ("--option KEY=VALUE (repeatable); an unknown key or a bad value exits 2 before the run starts\n"
+            + _table(rows))
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
     fn: dict[str, Callable[[], str]] = {
         "models": _ls_models,
@@ -255,6 +272,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         "metrics": _ls_metrics,
         "suites": _ls_suites,
         "rules": _ls_rules,
+        "options": _ls_options,
         "judges": lambda: _ls_simple("JUDGES"),
         "generators": lambda: _ls_simple("GENERATORS"),
         "perturbations": lambda: _ls_simple("PERTURBATIONS"),
@@ -295,9 +313,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _report_warnings(str(path), warnings_for_file(path))
     n = 1
     try:
-        from worldolympiad.validate import parse_json
-
-        d = parse_json(path.read_text())
+        d = json.loads(path.read_text())
         n = len(d["cases"]) if isinstance(d, dict) and isinstance(d.get("cases"), list) else 1
     except (json.JSONDecodeError, OSError):
         pass
@@ -352,7 +368,7 @@ def _print_video_warnings(target: str, videos: str) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from worldolympiad.evaluator import parse_options, score_video
+    from worldolympiad.evaluator import score_video
     from worldolympiad.types import TRACKS as ALL_TRACKS
     from worldolympiad.types import Case
     from worldolympiad.video.io import VideoError
@@ -361,9 +377,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.reference:
         case = dataclasses.replace(case, reference=str(Path(args.reference).resolve()))
     tracks = [t.strip() for t in (args.tracks or ",".join(ALL_TRACKS)).split(",") if t.strip()]
+    options = _checked_options(args.option)
     try:
         rows = score_video(args.video, case, tracks, seed=args.seed, judge=args.judge, device=args.device,
-                           options=parse_options(args.option), work_dir=args.work_dir)
+                           options=options, work_dir=args.work_dir)
     except VideoError as e:
         print(f"worldolympiad score: error: {e}", file=sys.stderr)
         return 1
@@ -418,13 +435,29 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked_options(pairs: Sequence[str], model: str | None = None) -> dict[str, Any]:
+    """``--option`` pairs parsed and checked against the declared keys (worldolympiad.options).
+
+    Raises:
+        UsageError: a pair without ``=``, an unknown key (with the valid ones) or a bad value.
+    """
+    from worldolympiad.evaluator import parse_options
+    from worldolympiad.options import check_options
+
+    try:
+        options = parse_options(pairs)
+        check_options(options, model)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    return options
+
+
 # ===================================================================== generate
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from worldolympiad.cli.evaluate import UsageError as FlagError
     from worldolympiad.cli.evaluate import _parse_list, _parse_seeds
-    from worldolympiad.evaluator import parse_options
     from worldolympiad.generate import generate_suite
 
     try:  # the same flags as evaluate-model's, parsed the same way
@@ -433,7 +466,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     except FlagError as e:
         raise UsageError(str(e)) from e
     manifest = generate_suite(args.model, args.suite, args.out, seeds=seeds, tracks=tracks, fmt=args.format,
-                              options=parse_options(args.option), device=args.device, limit=args.limit,
+                              options=_checked_options(args.option, args.model), device=args.device, limit=args.limit,
                               overwrite=args.overwrite, progress=not args.no_progress)
     rows = manifest["cases"]
     failed = {k: r for k, r in rows.items() if r.get("status") != "ok"}
@@ -486,7 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    ls = sub.add_parser("ls", help="list models, tracks, metrics, suites, rules, judges, generators, perturbations",
+    ls = sub.add_parser("ls", help="list models, tracks, metrics, suites, rules, options, judges, generators, "
+                                   "perturbations",
                         epilog=LS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ls.add_argument("kind", choices=LS_KINDS)
     v = sub.add_parser("validate", help="check a case or suite file; every problem with its JSON path",

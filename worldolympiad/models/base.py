@@ -16,12 +16,13 @@ at least one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from worldolympiad.options import OptionSpec
 from worldolympiad.types import Action, Case, Chunk, Video
 
 
@@ -72,6 +73,8 @@ class WorldModel:
 
     name: str = "model"
     interactive: ClassVar[bool] = False
+    # The ``--option model.KEY=VALUE`` keys this adapter reads (worldolympiad.options); none by default.
+    OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {}
 
     def generate(self, case: Case, seed: int = 0) -> Video:
         """Generate the whole video for ``case``. Default: concatenate :meth:`rollout`."""

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from worldolympiad.models.base import ModelError, WorldModel
+from worldolympiad.options import OptionSpec
 from worldolympiad.types import Case, Video
 
 logger = logging.getLogger(__name__)
@@ -48,6 +50,13 @@ class DiffusersModel(WorldModel):
     """
 
     interactive = False
+    OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {
+        "num_inference_steps": OptionSpec("int", 30, "denoising steps per video"),
+        "guidance_scale": OptionSpec("float", None, "classifier-free guidance scale (pipelines that take it)"),
+        "negative_prompt": OptionSpec("str", None, "negative prompt (pipelines that take it)"),
+        "dtype": OptionSpec("str", None, "torch dtype name; default float32 on CPU, bfloat16 on CUDA"),
+        "size_multiple": OptionSpec("int", None, "height and width are rounded up to a multiple of this"),
+    }
 
     @classmethod
     def fingerprint(cls, arg: str | None) -> str | None:

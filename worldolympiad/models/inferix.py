@@ -38,7 +38,7 @@ What a case controls, and how:
   evaluator's reference cache), the same image ``repeat-first-frame`` starts from. Only a case with
   neither is generated from text and actions alone (logged).
 
-Options (``--option model.KEY=VALUE``): ``device``, ``policy`` (``rolling:9``...), ``steps``,
+Options (``--option model.KEY=VALUE``, declared in ``InferixModel.OPTIONS``): ``policy`` (``rolling:9``...), ``steps``,
 ``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own, for
 the case's generator when its bundle lists one in ``sampler.content_guidance``),
 ``action_guidance_rescale`` (its rescale phi in [0, 1], 0 = off; default: the model's own),
@@ -55,12 +55,13 @@ matrix units; scores differ from the default float32 by rounding).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from worldolympiad.models.base import ChunkControl, ModelError, VideoChunk, WorldModel
+from worldolympiad.options import OptionSpec
 from worldolympiad.types import Case
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,24 @@ class InferixModel(WorldModel):
     """
 
     interactive: ClassVar[bool] = True
+    # ``--option model.KEY=VALUE``; None = the model's own (bundle.json's sampler section)
+    OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {
+        "policy": OptionSpec("str", None, "KV-cache policy, e.g. full or rolling:9"),
+        "steps": OptionSpec("int", None, "denoising steps per block"),
+        "action_guidance": OptionSpec("float", None, "classifier-free guidance on the action (1 = off)"),
+        "action_guidance_rescale": OptionSpec("float", None, "rescale phi of the action guidance in [0, 1] (0 = off)"),
+        "guidance_drops_caption": OptionSpec("bool", None, "true: guidance joint over caption and action"),
+        "context_timestep": OptionSpec("float", None, "generated blocks enter the KV cache noised to this "
+                                       "timestep in [0, 1000) (0 = clean)"),
+        "anchor_level": OptionSpec("float", None, "noise std the model is told its anchors carry (0 = exact)"),
+        "text_encoder": OptionSpec("path", None, "text encoder to load instead of the bundle's"),
+        "vae": OptionSpec("path", None, "VAE to load instead of the bundle's"),
+        "dtype": OptionSpec("str", None, "DiT and KV-cache dtype, e.g. bfloat16 (default float32)"),
+        "unknown_action": OptionSpec("str", "error", "an action the model does not know: error or default "
+                                     "(generate with the model's default action)", ("error", "default")),
+        "native_size": OptionSpec("bool", False, "generate at the model's native size, not the case's"),
+        "size": OptionSpec("str", None, "generate at HxW pixels (e.g. 96x72)"),
+    }
     # bumped when the bridge changes what a model is given (2: the first frame of cases without a
     # conditioning image; 3: structured actions' camera-frame delta), so runs made before start anew
     # instead of resuming their rows
