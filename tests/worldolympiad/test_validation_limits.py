@@ -17,7 +17,7 @@ from worldolympiad.cli import main as cli
 from worldolympiad.cli.evaluate import main as evaluate_main
 from worldolympiad.suites import load_suite_lenient
 from worldolympiad.types import Case, CaseError
-from worldolympiad.validate import validate_case_dict
+from worldolympiad.validate import case_warnings, validate_case_dict
 from worldolympiad.video.io import VideoError, read_video
 
 
@@ -134,6 +134,33 @@ def test_a_videos_model_file_is_read_within_the_case(tmp_path):
     assert VideosModel(str(tmp_path)).generate(case).num_frames == 6
     long = [w for w in check_video_file(bomb, case) if w.kind == "long"]
     assert long and "120 frames, the case has 6" in long[0].message and "not decoded or scored" in long[0].message
+
+
+def test_an_unknown_action_is_flagged_by_validate_with_the_known_names(tmp_path, capsys):
+    case = wo_testlib.case_dict("a", metadata={"action_space_name": "camera"})
+    case["chunks"][1]["action"] = "moonwalk"
+    warned = {p.path: p.message for p in case_warnings(case)}
+    assert "unknown action 'moonwalk'" in warned["$.chunks[1].action"]
+    assert "turn_left" in warned["$.chunks[1].action"]  # the known names
+    assert "interaction track cannot score this case" in warned["$.chunks[1].action"]
+    suite = wo_testlib.write_suite(tmp_path / "s.json", [case])
+    assert cli.main(["validate", str(suite)]) == 0  # imported public data carries such names: a warning
+    assert "warning: $.cases[0].chunks[1].action: case 'a': unknown action 'moonwalk'" in capsys.readouterr().out
+
+
+def test_a_row_whose_action_metrics_failed_is_not_ok(tmp_path):
+    from worldolympiad.evaluator import score_video
+    from worldolympiad.video.io import write_video
+
+    frames = np.repeat(wo_testlib.frames_for("a", num_frames=12, res=(32, 32))[:1], 12, axis=0)  # frozen
+    write_video(tmp_path / "frozen.mp4", frames, 8.0, lossless=True)
+    case = wo_testlib.case_dict("a", num_frames=12, res=(32, 32), tracks=["interaction"],
+                                metadata={"action_space_name": "camera"})
+    case["chunks"][0]["action"], case["chunks"][1]["action"] = "turn_left", "moonwalk"
+    [row] = score_video(tmp_path / "frozen.mp4", Case.from_dict(case), ["interaction"], device="cpu",
+                        work_dir=tmp_path / "w", cache_dir=tmp_path / "c")
+    assert row.status == "failed" and row.score is None
+    assert any("unknown action 'moonwalk'" in e and "known actions" in e for e in row.errors)
 
 
 def _nested(tmp_path: Path, depth: int) -> Path:

@@ -42,6 +42,23 @@ class InteractionTrack(Track):
             return f"case {case.id!r} has no chunks; the interaction track judges chunked, action-labelled videos"
         return None
 
+    @classmethod
+    def case_problems(cls, case: Case) -> list[tuple[str, str]]:
+        """``(path in the case, message)`` for each chunk whose action the case's vocabulary does not know,
+        the known names listed (``worldolympiad validate`` warns about them; scoring fails the row).
+        A bare direction without an action space is a validate warning, not a problem."""
+        if cls().applicability(case) is not None:
+            return []
+        out = []
+        for i, c in enumerate(case.chunks):
+            try:
+                expected_motion(c.action, case, c.num_frames)
+            except AmbiguousActionError:
+                continue
+            except UnknownActionError as e:
+                out.append((f"chunks[{i}].action", str(e)))
+        return out
+
     def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
         spec = track_spec()
         chunks = _chunks_for(video, case)
@@ -111,6 +128,13 @@ class InteractionTrack(Track):
             # reproduces none of what happens (issue 56: a frozen real clip tied the clip at 1.000).
             coverage["capped_at_chance"] = {"score": score, "chance": 0.0, "reason": still}
             score = 0.0
+        unfollowed = [m for m in follow if m.status == "failed"]
+        if unfollowed and score is not None:
+            # Action following is what this track is for: without it the rest scores a video that ignores
+            # every command (a frozen video went 0.352 -> 0.667 once an unknown action failed it; issue 59).
+            # No score, so the row is failed with the reason, never "ok".
+            coverage["unscored"] = {"score": score, "reason": unfollowed[0].reason}
+            score = None
         return TrackOutput(metrics, score, coverage, artifacts, errors)
 
     # ------------------------------------------------------------------ parts

@@ -54,8 +54,10 @@ def test_unknown_action_is_a_clear_per_case_error(synth, tmp_path):
     following = [m for m in out.metrics if m.name in ("direction_accuracy", "magnitude_error", "response_delay")]
     assert all(m.status == "failed" and "unknown action 'moonwalk'" in m.reason for m in following)
     assert any("moonwalk" in e and "known actions" in e for e in out.errors)
-    # the rest of the track still ran
+    # the rest of the track still ran, but scores nothing alone: without action following it would score a
+    # video that ignores every command (a frozen video rose 0.352 -> 0.667 this way; issue 59)
     assert next(m for m in out.metrics if m.name == "transition_smoothness").status == "ok"
+    assert out.score is None and "moonwalk" in out.coverage["unscored"]["reason"]
 
 
 def test_vlm_rubric_goes_through_the_judge(synth, tmp_path):
