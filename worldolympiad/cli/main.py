@@ -58,6 +58,9 @@ examples:
   worldolympiad validate smoke                       # a registered suite
   worldolympiad validate docs/examples/suite.json --videos gen/   # + warnings on gen/<case_id>.mp4
 file formats: docs/formats.md
+budgets: a case may ask for at most 20,000 frames and 1,000,000,000 pixels (num_frames x H x W), and a
+  video is decoded up to its case's frame count; raise them where the machine holds more with the
+  environment variables WORLDOLYMPIAD_MAX_FRAMES and WORLDOLYMPIAD_MAX_PIXELS
 """
 SCORE_EPILOG = """\
 examples:
@@ -313,7 +316,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _report_warnings(str(path), warnings_for_file(path))
     n = 1
     try:
-        d = json.loads(path.read_text())
+        from worldolympiad.validate import parse_json
+
+        d = parse_json(path.read_text())
         n = len(d["cases"]) if isinstance(d, dict) and isinstance(d.get("cases"), list) else 1
     except (json.JSONDecodeError, OSError):
         pass
