@@ -55,20 +55,57 @@ def save_frames(path: str | Path, video: Video) -> Path:
     return path
 
 
-def load_frames(path: str | Path, case: Case | None = None) -> Video:
-    """Read a :func:`save_frames` file back; chunk captions and actions come from ``case``.
+def npz_shape(path: str | Path, name: str = "frames") -> tuple[int, ...] | None:
+    """Shape of array ``name`` in an ``.npz`` from its header alone (nothing is decompressed past it);
+    ``None`` when there is no such array. A compressed array of zeros can be a few KB that loads to GBs.
 
     Raises:
-        VideoError: the file is not such an ``.npz`` (names the missing array).
+        OSError, ValueError, zipfile.BadZipFile: not a readable ``.npz``.
     """
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        member = f"{name}.npy"
+        if member not in zf.namelist():
+            return None
+        with zf.open(member) as f:
+            version = np.lib.format.read_magic(f)
+            shape, _, _ = (np.lib.format.read_array_header_1_0(f) if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0(f))
+    return tuple(int(x) for x in shape)
+
+
+def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int | None = None,
+                max_pixels: int | None = None) -> Video:
+    """Read a :func:`save_frames` file back; chunk captions and actions come from ``case``.
+
+    Args:
+        max_frames: keep at most this many frames (a case's ``num_frames``).
+        max_pixels: refuse a file whose frames hold more pixels (``T x H x W``), read from the array's
+            header before anything is decompressed (:func:`worldolympiad.budgets.decode_limits`).
+
+    Raises:
+        VideoError: the file is not such an ``.npz`` (names the missing array), or is past ``max_pixels``.
+    """
+    import zipfile
+
     from worldolympiad.video.io import VideoError
 
     path = Path(path)
     try:
+        shape = npz_shape(path) if max_pixels is not None else None
+        if max_pixels is not None and shape is not None and len(shape) >= 3 and int(np.prod(shape[:3])) > max_pixels:
+            raise VideoError(f"{path}: frames {list(shape)} hold {int(np.prod(shape[:3])):,} pixels, past the budget "
+                             f"of {max_pixels:,} for its case; save the case's frames at its resolution (or raise "
+                             "WORLDOLYMPIAD_MAX_PIXELS where the machine holds it)")
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        if isinstance(e, VideoError):
+            raise
         raise VideoError(f"{path}: not a readable .npz of frames ({e})") from e
+    if max_frames is not None and "frames" in arrays:
+        arrays["frames"] = arrays["frames"][:max_frames]
     missing = [k for k in ("frames", "fps") if k not in arrays]
     if missing:
         raise VideoError(f"{path}: no {' or '.join(map(repr, missing))} array (it has {sorted(arrays)}); write "

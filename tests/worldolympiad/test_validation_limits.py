@@ -183,3 +183,25 @@ def test_deeply_nested_json_is_one_line_not_a_traceback(depth, tmp_path, capsys)
     assert evaluate_main(["--model", "reference", "--suite", str(path), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "nested" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_raw_frames_file_is_measured_from_its_header_before_it_is_loaded(tmp_path):
+    from worldolympiad.models.videos import VideosModel, check_video_file
+
+    frames = np.zeros((200, 512, 512, 3), np.uint8)  # 157 MB of zeros, a few hundred KB compressed
+    np.savez_compressed(tmp_path / "raw.npz", frames=frames, fps=np.float64(8.0),
+                        chunk_frames=np.array([[0, 3], [3, 6]]))
+    del frames
+    tight = Case.from_dict(wo_testlib.case_dict("raw", num_frames=6, res=(64, 64)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(VideoError, match="past the budget"):
+            VideosModel(str(tmp_path)).generate(tight)
+        assert sorted(w.kind for w in check_video_file(tmp_path / "raw.npz", tight)) == ["long", "size"]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6
+    # a raw file is decompressed whole, so its budget is on every frame it holds; then cut to the case's
+    roomy = Case.from_dict(wo_testlib.case_dict("raw", num_frames=24, res=(512, 512)))
+    assert VideosModel(str(tmp_path)).generate(roomy).num_frames == 24

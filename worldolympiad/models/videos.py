@@ -122,9 +122,10 @@ class VideosModel(WorldModel):
             _, _, chunks = read_chunk_timestamps(ts, captions, actions)
             meta["chunk_timestamps"] = str(ts)
         if raw:
+            from worldolympiad.budgets import decode_limits
             from worldolympiad.generate import load_frames
 
-            video = load_frames(path, case)
+            video = load_frames(path, case, **decode_limits(case))
             chunks = chunks or video.chunks
         else:
             from worldolympiad.budgets import decode_limits
@@ -319,11 +320,14 @@ def video_input_warnings(root: str | Path, cases: Sequence[Case], *, seed: int =
 def check_video_file(path: Path, case: Case) -> list[InputWarning]:
     """:func:`video_input_warnings` for one file of ``case`` (its stream header only)."""
     if path.suffix.lower() == ".npz":
-        import numpy as np
+        from worldolympiad.generate import npz_shape
 
-        with np.load(path) as z:
-            key = "frames" if "frames" in z.files else z.files[0]
-            shape = z[key].shape
+        try:
+            shape = npz_shape(path)  # the header only: the frames may be GBs once decompressed
+        except Exception as e:  # noqa: BLE001 - zipfile and numpy raise several types
+            return [_warn("missing", case.id, str(path), f"cannot be read ({type(e).__name__}: {e})")]
+        if shape is None or len(shape) < 3:
+            return [_warn("missing", case.id, str(path), f"has no frames array [T, H, W, 3] (got {shape})")]
         n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
         fps, chroma, lossless, codec, settings = float(case.fps), "4:4:4", True, "raw", ""
     else:
