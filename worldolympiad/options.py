@@ -147,6 +147,26 @@ def declared_options(model: str | None = None) -> dict[str, OptionSpec]:
     return out
 
 
+def _component(key: str, declared: Mapping[str, OptionSpec]) -> str:
+    """The component ``key`` names (``physics``), or the declared one closest to a misspelt one."""
+    component = key.partition(".")[0]
+    known = sorted({k.partition(".")[0] for k in declared})
+    if component in known:
+        return component
+    near = difflib.get_close_matches(component, known, n=1, cutoff=0.6)
+    return near[0] if near else component
+
+
+def _close_keys(key: str, declared: Mapping[str, OptionSpec]) -> list[str]:
+    """Declared keys close to ``key``: within its component by the part after the dot (so the shared
+    ``physics.`` prefix does not make every physics key look close), else among all keys."""
+    component, rest = _component(key, declared), key.partition(".")[2]
+    same = {k.partition(".")[2]: k for k in declared if k.partition(".")[0] == component}
+    if same:
+        return [same[k] for k in difflib.get_close_matches(rest, list(same), n=3, cutoff=0.6)]
+    return difflib.get_close_matches(key, list(declared), n=3, cutoff=0.6)
+
+
 def check_options(options: Mapping[str, Any], model: str | None = None) -> None:
     """Reject unknown keys and unreadable values before a run starts.
 
@@ -166,12 +186,12 @@ def check_options(options: Mapping[str, Any], model: str | None = None) -> None:
                 problems.append(f"--option {key}: {why}")
                 bad.append(key)
         elif not (open_model and key.startswith("model.")):
-            close = difflib.get_close_matches(key, list(declared), n=3, cutoff=0.6)
+            close = _close_keys(key, declared)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
             problems.append(f"unknown --option {key}{hint}")
             bad.append(key)
     if problems:
-        component = {k.split(".", 1)[0] for k in bad}
+        component = {_component(k, declared) for k in bad}
         valid = sorted(k for k in declared if k.split(".", 1)[0] in component) or sorted(declared)
         raise OptionError("; ".join(problems) + f"; valid keys: {', '.join(valid)} "
                           "(`worldolympiad ls options` lists them all with types, defaults and help)")

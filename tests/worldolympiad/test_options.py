@@ -55,6 +55,9 @@ def test_unknown_keys_are_refused_with_the_valid_keys_and_a_did_you_mean():
     assert "unknown --option physics.judge_sample (did you mean physics.judge_samples" in msg
     assert "valid keys: physics.judge_frames, physics.judge_samples, physics.max_frames" in msg
     assert "geometry." not in msg  # the keys of the component the user meant, not all 40
+    with pytest.raises(OptionError, match=r"phisics.max_frames \(did you mean physics.max_frames[ ?].*"
+                                          r"valid keys: physics.judge_frames, .*physics.segmenter \("):
+        check_options({"phisics.max_frames": 3})
     check_options({"physics.judge_samples": 3, "geometry.densify": "auto", "longvideo.signals": "motion,clarity",
                    "video.pix_fmt": "yuv420p", "model.steps": 4}, model="inferix:tiny")
 
@@ -107,7 +110,7 @@ def test_evaluate_model_with_a_bogus_option_exits_2_naming_the_valid_keys(tmp_pa
                     "--option", "physics.bogus=1"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "unknown --option physics.bogus" in err
+    assert "unknown --option physics.bogus; valid keys" in err  # no physics key is close to "bogus"
     assert "valid keys: physics.judge_frames, physics.judge_samples, physics.max_frames, physics.max_objects, " \
            "physics.segmenter" in err
     assert not out.exists(), "the run must not start"
