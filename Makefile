@@ -52,9 +52,9 @@ bench: setup
 	$(BENCH) bench/bench_physics_coverage.py --suite smoke
 	$(BENCH) bench/bench_geometry.py validity
 	$(BENCH) bench/bench_interaction.py --quick
-	$(BENCH) bench/bench_reference_world.py --suite-dir runs/bench/gaming --limit 4 --models trained,repeat-first-frame --skip-fps
+	$(BENCH) reference_world_lab/bench/bench_reference_world.py --suite-dir runs/bench/gaming --limit 4 --models trained,repeat-first-frame --skip-fps
 	$(BENCH) -m worldolympiad scenarios render smoke runs/bench/smoke
-	$(BENCH) bench/bench_teacher_forced.py runs/bench/smoke
+	$(BENCH) reference_world_lab/bench/bench_teacher_forced.py runs/bench/smoke
 
 # One thread: OpenMP threads spinning against each other made this 8x slower on a loaded 2-core box.
 lvbench-ci: setup

@@ -1,4 +1,4 @@
-"""``inferix`` command line: generate | stream | serve | profile | bench | train.
+"""``inferix`` command line: generate | stream | serve | profile | bench.
 
 Examples::
 
@@ -8,7 +8,6 @@ Examples::
     inferix serve --model tiny --port 8000                            # HTTP + WebSocket + /demo (Gradio)
     inferix profile --model tiny --seconds 10 --out prof.json        # + prof.png
     inferix bench --quick
-    inferix train --config inferix/train/configs/reference_world.yaml [--resume] [--steps N]
 
 Actions file (JSON): a list with one entry per block (the last entry holds), each an action
 (``"forward"``, ``null``, ``{"name": ...}``) or ``{"action": ..., "prompt": ...}``; or
@@ -36,7 +35,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--model", default="tiny",
                    help=f"a named model ({', '.join(MODELS)}), a config name, an exported bundle folder "
-                        "(inferix train writes one) or a local checkpoint (default: tiny)")
+                        "(reference-world-lab train writes one) or a local checkpoint (default: tiny)")
     p.add_argument("--prompt", default="", help="text prompt")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
@@ -233,78 +232,35 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from inferix.train.config import load_config
-    from inferix.train.recipe import train
-
-    cfg = load_config(args.config, args.set)
-    if args.out_dir:
-        cfg.out_dir = str(Path(args.out_dir).resolve())
-    logging.getLogger("inferix").setLevel(logging.INFO)
-    trainer = train(cfg, resume=args.resume, steps=args.steps, device=args.device, progress=not args.no_progress)
-    print(f"trained {cfg.name} to step {trainer.state.step} in {trainer.state.wall_s:.0f} s; "
-          f"model -> {Path(cfg.out_dir) / 'model'}")
-    return 0
-
-
-def cmd_expert(args: argparse.Namespace) -> int:
-    from inferix.train.bundle import add_expert, expert_as_bundle
-
-    if args.export:
-        if args.tuned or args.contents:
-            raise ValueError("--export writes BUNDLE's expert --name as a plain bundle: give no TUNED or --contents")
-        out = expert_as_bundle(args.bundle, args.name, args.export)
-        print(f"expert {args.name!r} of {args.bundle} as a plain bundle: {out}")
-        return 0
-    if not args.tuned or not args.contents:
-        raise ValueError("give TUNED (the fine-tuned bundle) and --contents (what it serves), or --export OUT")
-    contents = [c.strip() for c in args.contents.split(",") if c.strip()]
-    try:
-        steps = [float(t) for t in args.steps.split(",")] if args.steps else None
-    except ValueError:
-        raise ValueError(f"--steps takes comma-separated timesteps such as 1000,500,200,50, got {args.steps!r}") from None
-    out = add_expert(args.bundle, args.tuned, args.name, contents, rank=args.rank, steps=steps, start=args.start,
-                     base=args.base)
-    own = f", steps {','.join(f'{t:g}' for t in steps)}" if steps else ""
-    own += ", blocks start from the previous frame" if args.start == "anchor" else ""
-    own += f", on top of expert {args.base!r}" if args.base else ""
-    print(f"expert {args.name!r} for {', '.join(contents)}: {out} ({out.stat().st_size / 2**20:.2f} MiB, "
-          f"rank {args.rank}{own})")
-    return 0
-
-
-def cmd_actions(args: argparse.Namespace) -> int:
-    from inferix.train.bundle import extend_actions
-
-    names = [n.strip() for n in args.add.split(",") if n.strip()]
-    if not names:
-        raise ValueError("--add takes comma-separated action names, e.g. move_ee@down,move_ee@up")
-    out = extend_actions(args.bundle, args.out or args.bundle, names)
-    print(f"{out}: vocabulary + {', '.join(names)} (each NAME@DIRECTION starts as NAME)")
-    return 0
+def _examples(*lines: str) -> dict[str, Any]:
+    """``add_parser`` keywords that end a command's ``--help`` with runnable examples."""
+    return {"epilog": "examples:\n" + "\n".join(f"  {x}" for x in lines),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from inferix.train.bundle import EXPERT_STARTS
-
     parser = argparse.ArgumentParser(prog="inferix", description="Inferix: block-diffusion video generation engine")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    g = sub.add_parser("generate", help="generate a video to an mp4 file")
+    g = sub.add_parser("generate", help="generate a video to an mp4 file",
+                       **_examples('inferix generate --model tiny --prompt "a red ball rolls" --seconds 4 --out ball.mp4',
+                                   'inferix generate --model reference-world --image first.png --actions actions.json --seconds 10 --out x.mp4'))
     _add_model_args(g)
     g.add_argument("--seconds", type=float, required=True, help="video length")
     g.add_argument("--out", required=True, help="output .mp4")
     g.add_argument("--image", default=None, help="first-frame image (image-to-video)")
     g.add_argument("--actions", default=None, help="JSON actions file (see inferix --help)")
 
-    s = sub.add_parser("stream", help="generate until stopped; read 'action X' / 'prompt Y' lines from stdin")
+    s = sub.add_parser("stream", help="generate until stopped; read 'action X' / 'prompt Y' lines from stdin",
+                       **_examples('inferix stream --model tiny --prompt "a maze" --out live.mp4    # then type: action left / prompt ...'))
     _add_model_args(s)
     s.add_argument("--seconds", type=float, default=None, help="stop after this long (default: until 'quit'/EOF)")
     s.add_argument("--out", required=True, help="output .mp4 (written block by block)")
     s.add_argument("--image", default=None)
     s.add_argument("--actions", default=None)
 
-    v = sub.add_parser("serve", help="HTTP + WebSocket server with a Gradio demo page at /demo")
+    v = sub.add_parser("serve", help="HTTP + WebSocket server with a Gradio demo page at /demo",
+                       **_examples('inferix serve --model tiny --port 8000    # open http://localhost:8000/demo'))
     _add_model_args(v)
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
@@ -312,69 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-batch", type=int, default=4)
     v.add_argument("--no-gradio", action="store_true", help="do not mount the Gradio demo")
 
-    p = sub.add_parser("profile", help="per-block timings, FPS, time to first frame, memory (JSON + PNG)")
+    p = sub.add_parser("profile", help="per-block timings, FPS, time to first frame, memory (JSON + PNG)",
+                       **_examples('inferix profile --model tiny --seconds 10 --out prof.json    # + prof.png'))
     _add_model_args(p)
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--out", default="inferix_profile.json")
 
-    b = sub.add_parser("bench", help="latency / cache / batching / FLOP-utilisation benchmarks")
+    b = sub.add_parser("bench", help="latency / cache / batching / FLOP-utilisation benchmarks",
+                       **_examples('inferix bench --quick',
+                                   'inferix bench --device cuda'))
     b.add_argument("--quick", action="store_true", help="small sizes (seconds, not minutes)")
     b.add_argument("--device", default="cpu")
 
-    t = sub.add_parser("train", help="train a model from a recipe (checkpoints, --resume, eval samples, export)")
-    t.add_argument("--config", required=True, help="recipe YAML (e.g. inferix/train/configs/reference_world.yaml); a recipe may name a base: recipe it changes")
-    t.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in out_dir")
-    t.add_argument("--steps", type=int, default=None,
-                   help="stop at this step (default: the config's train.steps); with --resume and the "
-                        "current step it only exports")
-    t.add_argument("--out-dir", default=None, help="override the config's out_dir")
-    t.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a config value, parsed as YAML (repeatable): --set train.steps=3000 "
-                        "--set data.roots=[/data/train]; relative paths are from the working directory")
-    t.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (with train.autocast: bf16 on a GPU)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-    e = sub.add_parser("expert", help="add a fine-tune of a bundle's DiT to it as the expert for some contents",
-                       description="Store TUNED (an exported fine-tune of BUNDLE's DiT, e.g. trained on physics "
-                                   "scenes with `inferix train`) inside BUNDLE as the expert for CONTENTS: "
-                                   "experts/NAME.safetensors holds the difference (each weight matrix's at rank "
-                                   "RANK, float16) and bundle.json lists it. Engines serving a case of one of "
-                                   "CONTENTS then use the expert, every other case the main DiT. With --export OUT, "
-                                   "the other way: write BUNDLE's expert NAME as a plain bundle (the main DiT plus "
-                                   "the stored difference), e.g. as the init_from of a stage that trains it further.",
-                       epilog="examples:\n"
-                              "  inferix expert BUNDLE runs/physics/model --name physics --contents mechanics,thermal "
-                              "--steps 200 --start anchor\n"
-                              "  inferix expert inferix/weights/reference_world --name physics --export /tmp/expert\n"
-                              "  inferix expert BUNDLE runs/melting/model --name melting --contents thermal.melting "
-                              "--base physics --rank 8 --steps 200 --start anchor",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("bundle", help="the bundle folder that gets the expert (changed in place)")
-    e.add_argument("tuned", nargs="?", help="the fine-tuned bundle folder (same architecture)")
-    e.add_argument("--name", required=True, help="expert name (its file name), e.g. physics")
-    e.add_argument("--contents",
-                   help="comma-separated generators or families it serves, e.g. mechanics,thermal,robotics.pick")
-    e.add_argument("--export", metavar="OUT", default=None,
-                   help="write the bundle's expert --name as a plain bundle folder OUT instead (nothing is added)")
-    e.add_argument("--rank", type=int, default=16, help="rank of each weight matrix's difference (default 16)")
-    e.add_argument("--steps", default=None,
-                   help="the expert's own denoising timesteps, comma-separated from 1000 down (e.g. 1000,500,200,50); "
-                        "default: the bundle's sampler")
-    e.add_argument("--start", choices=EXPERT_STARTS, default="noise",
-                   help="what each block starts from: pure noise (default), or the previous frame noised to the "
-                        "first of --steps, which may then start below 1000 (e.g. --steps 200 --start anchor)")
-    e.add_argument("--base", default=None, metavar="EXPERT",
-                   help="TUNED is a fine-tune of this expert of BUNDLE (as --export writes it): store the "
-                        "difference to that expert's DiT, a smaller file at a lower --rank")
-
-    a = sub.add_parser("actions", help="add action names to a bundle's vocabulary",
-                       description="Append action names to BUNDLE's vocabulary and grow the action table of its "
-                                   "main DiT and of every expert by name: a new NAME@DIRECTION (move_ee@down: "
-                                   "inferix.registry.directional_name) starts as NAME's row, so the bundle serves "
-                                   "exactly as before until a fine-tune trains the new rows (then `inferix expert`).")
-    a.add_argument("bundle", help="the bundle folder")
-    a.add_argument("--add", required=True, help="comma-separated names, e.g. move_ee@down,move_ee@up")
-    a.add_argument("--out", default=None, help="write the grown bundle here (default: change BUNDLE in place)")
     return parser
 
 
@@ -392,12 +297,6 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_profile(args)
         if args.command == "bench":
             return cmd_bench(args)
-        if args.command == "train":
-            return cmd_train(args)
-        if args.command == "expert":
-            return cmd_expert(args)
-        if args.command == "actions":
-            return cmd_actions(args)
     except (ValueError, FileNotFoundError, KeyError) as e:
         print(f"inferix {args.command}: error: {e}", file=sys.stderr)
         return 2

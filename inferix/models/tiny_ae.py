@@ -91,7 +91,7 @@ class TinyAECodec:
         p = Path(path).expanduser()
         if not is_tiny_ae(p):
             raise FileNotFoundError(f"{str(p)!r} is not a saved TinyAECodec: it needs config.json and {STATS_FILE} "
-                                    "(train one with `inferix train` and a `codec:` section of type tiny_ae)")
+                                    "(train one with `reference-world-lab train` and a `codec:` section of type tiny_ae)")
         ae = AutoencoderTiny.from_pretrained(str(p), use_safetensors=True, local_files_only=True).to(device).eval()
         stats = json.loads((p / STATS_FILE).read_text())
         return cls(ae, stats["mean"], stats["std"])

@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 import torch
 
 torch.set_num_threads(1)
-
-BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
-
-
-def load_bench(name: str) -> ModuleType:
-    """Import ``bench/<name>.py`` by path (``bench/`` is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="session")
 def tiny_config():

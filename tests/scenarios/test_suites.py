@@ -147,14 +147,14 @@ def test_registry_survives_a_missing_subpackage(monkeypatch):
                                             ("reference_world_physics_data_more", 192),
                                             ("reference_world_physics_data_x2", 672)])
 def test_the_reference_models_training_data_is_disjoint_from_every_evaluation_suite(data: str, at_least: int):
-    """No training case of inferix/train/configs/reference_world_data (the main DiT's) or
+    """No training case of reference_world_lab/configs/reference_world_data (the main DiT's) or
     reference_world_physics_data / _more / _x2 (its physics expert's) is an evaluation case (same generator and
     seed), except the flythrough rooms that MODEL_CARD.md declares (seeds 100-105)."""
     from pathlib import Path
 
     from scenarios.suites import load_fragment
 
-    folder = Path(__file__).parents[2] / "inferix" / "train" / "configs" / data
+    folder = Path(__file__).parents[2] / "reference_world_lab" / "configs" / data
     train = [e for f in sorted(folder.glob("*.yaml")) for e in load_fragment(f)]
     assert len(train) >= at_least
     assert len({e.id for e in train}) == len(train)

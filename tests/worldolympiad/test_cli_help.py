@@ -1,4 +1,4 @@
-"""Every subcommand of `worldolympiad`, `evaluate-model` and `inferix` — found through argparse,
+"""Every subcommand of `worldolympiad`, `evaluate-model`, `inferix` and `reference-world-lab` — found through argparse,
 dispatched packages included — ends its --help with runnable examples; the cheap ones run here."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ PROGRAMS = {
     "worldolympiad": "worldolympiad.cli.main:build_parser",
     "evaluate-model": "worldolympiad.cli.evaluate:build_parser",
     "inferix": "inferix.cli:build_parser",
+    "reference-world-lab": "reference_world_lab.cli:build_parser",
     "worldolympiad report": "leaderboard.report:main",
     "worldolympiad leaderboard": "leaderboard.cli:main",
     "worldolympiad lvbench": "tracks.longvideo.cli:build_parser",
@@ -34,13 +35,6 @@ NO_EXAMPLE_YET = {
     "worldolympiad leaderboard build": "leaderboard/cli.py (examples only on the parent)",
     "worldolympiad leaderboard serve": "leaderboard/cli.py (examples only on the parent)",
     "worldolympiad leaderboard rescore": "leaderboard/cli.py (examples only on the parent)",
-    "inferix generate": "inferix/cli.py (examples only in the module docstring)",
-    "inferix stream": "inferix/cli.py",
-    "inferix serve": "inferix/cli.py",
-    "inferix profile": "inferix/cli.py",
-    "inferix bench": "inferix/cli.py",
-    "inferix train": "inferix/cli.py",
-    "inferix actions": "inferix/cli.py",
 }
 
 #: examples cheap enough to run in the test (no model, no video, no network): prefixes

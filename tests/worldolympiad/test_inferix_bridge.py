@@ -295,7 +295,7 @@ def test_the_bridge_generates_a_case_with_the_expert_its_generator_names(tmp_pat
     from safetensors.torch import load_file, save_file
 
     from inferix.registry import REFERENCE_WORLD_DIR
-    from inferix.train.bundle import add_expert
+    from reference_world_lab.bundles import add_expert
 
     bundle, tuned = tmp_path / "bundle", tmp_path / "tuned"
     for folder in (bundle, tuned):
@@ -344,11 +344,11 @@ def test_the_shipped_bundle_serves_with_its_recipes_sampler_settings():
     from pathlib import Path
 
     from inferix.registry import REFERENCE_WORLD_DIR
-    from inferix.train.bundle import bundle_info
-    from inferix.train.config import load_config
+    from reference_world_lab.bundles import bundle_info
+    from reference_world_lab.config import load_config
 
     shipped = json.loads((Path(REFERENCE_WORLD_DIR) / "bundle.json").read_text())
-    recipe = Path(__file__).parents[2] / "inferix" / "train" / "configs" / "reference_world_cpu_obj6w.yaml"
+    recipe = Path(__file__).parents[2] / "reference_world_lab" / "configs" / "reference_world_cpu_obj6w.yaml"
     exported = bundle_info(load_config(recipe))
     for key in shipped["sampler"]:
         assert exported["sampler"][key] == shipped["sampler"][key], key
@@ -363,8 +363,8 @@ def test_the_shipped_bundle_starts_physics_blocks_from_the_previous_frame_and_ro
     against 0.492 from the anchor); games keep the main DiT."""
     import torch
 
+    from inferix.bundle import load_bundle
     from inferix.registry import REFERENCE_WORLD_DIR
-    from inferix.train.bundle import load_bundle
 
     lm = load_bundle(REFERENCE_WORLD_DIR)
     for content in ("mechanics.bounce", "thermal.melting", "material.dissolving"):

@@ -1,0 +1,128 @@
+"""The packages' one-way dependencies (DESIGN.md §2), string imports counted (issue 57).
+
+``inferix`` is the engine: it imports nothing of the benchmark, the leaderboard or the reference
+model's lab, has no training code and no import cycle. Imports inside functions count, and so do
+string targets (``"package.module:attr"``, ``import_module("package.module")``): hiding an import
+in a function or a string does not make it go away.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIRST_PARTY = ("inferix", "worldolympiad", "tracks", "scenarios", "leaderboard", "reference_world_lab")
+#: a string that names a first-party module the way lazy loaders do: ``pkg.mod:attr`` or ``pkg.mod``
+STRING_TARGET = re.compile(rf"^({'|'.join(FIRST_PARTY)})(\.[A-Za-z_]\w*)*(:[A-Za-z_][\w.]*)?$")
+
+
+def _modules(package: str) -> dict[str, Path]:
+    root = REPO / package
+    out = {}
+    for p in sorted(root.rglob("*.py")):
+        name = ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        out[name] = p
+    return out
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``path``, at any depth, and of every string that names a
+    first-party module (a lazy target)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and STRING_TARGET.match(node.value):
+            found.append((node.lineno, node.value.split(":")[0]))
+    return found
+
+
+def test_the_engine_imports_nothing_outside_itself():
+    bad = [f"{p.relative_to(REPO)}:{line} imports {mod}"
+           for p in _modules("inferix").values() for line, mod in _imports(p)
+           if mod.split(".")[0] in FIRST_PARTY and mod.split(".")[0] != "inferix"]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_engine_has_no_training_code():
+    names = [m for m in _modules("inferix") if re.search(r"\.(train|training|recipe|trainer)(\.|$)", m)]
+    assert not names, names
+    optim = [f"{p.relative_to(REPO)}:{line}" for p in _modules("inferix").values()
+             for line, mod in _imports(p) if mod.startswith("torch.optim")]
+    assert not optim, f"optimisers belong to the lab (reference_world_lab): {optim}"
+
+
+def _cycles(package: str) -> list[list[str]]:
+    mods = _modules(package)
+
+    def owner(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for _, target in _imports(p):
+            o = owner(target) if target.split(".")[0] == package else None
+            if o and o != m and o != package and not m.startswith(o + "."):
+                graph[m].add(o)
+    # Tarjan's strongly connected components; a component of two or more modules is a cycle
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_inside_the_engine():
+    assert _cycles("inferix") == []
+
+
+def test_the_scan_sees_imports_hidden_in_functions_and_strings(tmp_path):
+    """The scan itself: a lazy import and a string target are both found."""
+    f = tmp_path / "m.py"
+    f.write_text("def f():\n    from worldolympiad.registry import X\n\nTARGET = 'leaderboard.store:Store'\n")
+    mods = {m for _, m in _imports(f)}
+    assert {"worldolympiad.registry", "leaderboard.store"} <= mods
+
+
+def test_the_shipped_bundle_and_its_random_twin_load_without_the_lab():
+    """The engine serves ``reference-world`` with the lab (training code and configs) unimportable."""
+    code = ("import sys; sys.modules['reference_world_lab'] = None\n"
+            "from inferix.registry import load_model\n"
+            "a = load_model('reference-world'); b = load_model('reference-world-random')\n"
+            "assert a.experts and not b.experts, (a.experts, b.experts)\n"
+            "print(type(a).__module__, len(a.actions))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("inferix.bundle")
