@@ -21,7 +21,6 @@ import html
 import json
 import logging
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +196,7 @@ def _case_videos(db: Path, model: str, case_id: str) -> tuple[str | None, str | 
 
 def metrics_markdown(schema: Schema | None = None) -> str:
     """Metric documentation: schema track descriptions + each track's declared metrics."""
-    import yaml
+    from worldolympiad.registries import TRACKS
 
     schema = schema or load_schema()
     parts = ["# Metrics\n", "Scores are in [0, 1], higher is better. `All` is the weighted mean of the tracks a model "
@@ -205,17 +204,19 @@ def metrics_markdown(schema: Schema | None = None) -> str:
              "percentile bootstraps over cases.\n"]
     for name, t in schema.tracks.items():
         parts.append(f"## {t.display} (`{name}`, weight {t.weight:g})\n\n{t.description}\n")
-        try:
-            text = resources.files(f"tracks.{name}").joinpath("track.yaml").read_text()
-            decl = yaml.safe_load(text) or {}
-        except (ImportError, OSError):  # track not installed yet, or a namespace stub
+        try:  # through the registry (DESIGN.md §2): the site never imports a track's package by name
+            spec = TRACKS.get(name).spec()
+        except (ImportError, KeyError, ValueError):  # track not installed, or not registered
+            spec = None
+        if spec is None:
             parts.append("_metrics not declared yet_\n")
             continue
-        parts.append(f"Track version {decl.get('version', '?')}.\n\n| metric | direction | bounds | description |\n|---|---|---|---|")
-        for m in decl.get("metrics") or []:
-            direction = "higher is better" if m.get("higher_is_better", True) else "lower is better"
-            desc = str(m.get("description", "")).replace("\n", " ").replace("|", "/")
-            parts.append(f"| `{m.get('name')}` | {direction} | {m.get('bounds', '')} | {desc} |")
+        parts.append(f"Track version {spec.version}.\n\n| metric | direction | bounds | description |\n|---|---|---|---|")
+        for m in spec.metrics.values():
+            direction = "higher is better" if m.higher_is_better else "lower is better"
+            desc = str(m.description).replace("\n", " ").replace("|", "/")
+            bounds = f"[{m.bounds[0]:g}, {m.bounds[1]:g}]"
+            parts.append(f"| `{m.name}` | {direction} | {bounds} | {desc} |")
         parts.append("")
     return "\n".join(parts)
 

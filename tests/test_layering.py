@@ -29,6 +29,11 @@ def _modules(package: str) -> dict[str, Path]:
     return out
 
 
+def _is_module(dotted: str) -> bool:
+    base = REPO.joinpath(*dotted.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) of every import in ``path``, at any depth, and of every string that names a
     first-party module (a lazy target)."""
@@ -40,7 +45,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             found.append((node.lineno, node.module))
             found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and STRING_TARGET.match(node.value):
-            found.append((node.lineno, node.value.split(":")[0]))
+            module = node.value.split(":")[0]
+            # "pkg.mod:attr" always counts; a dotted "pkg.mod" only when it is a module here (not a
+            # file name such as "leaderboard.sqlite"); a bare "tracks" is a word, not a target
+            if ":" in node.value or ("." in module and _is_module(module)):
+                found.append((node.lineno, module))
     return found
 
 
@@ -48,6 +57,19 @@ def test_the_engine_imports_nothing_outside_itself():
     bad = [f"{p.relative_to(REPO)}:{line} imports {mod}"
            for p in _modules("inferix").values() for line, mod in _imports(p)
            if mod.split(".")[0] in FIRST_PARTY and mod.split(".")[0] != "inferix"]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_core_reaches_plugins_only_through_registry_entries():
+    """``worldolympiad`` names ``tracks``, ``scenarios``, ``leaderboard`` (and the lab) only in
+    ``worldolympiad/registries.py``'s lazy entries; the leaderboard reads tracks through them too."""
+    allowed = {"worldolympiad": {"worldolympiad/registries.py"}, "leaderboard": set()}
+    leaves = {"worldolympiad": ("tracks", "scenarios", "leaderboard", "reference_world_lab"),
+              "leaderboard": ("tracks", "scenarios", "reference_world_lab")}
+    bad = [f"{p.relative_to(REPO)}:{line} names {mod}"
+           for pkg, others in leaves.items() for p in _modules(pkg).values()
+           if str(p.relative_to(REPO)) not in allowed[pkg]
+           for line, mod in _imports(p) if mod.split(".")[0] in others]
     assert not bad, "\n".join(bad)
 
 
@@ -111,9 +133,11 @@ def test_no_import_cycle_inside_the_engine():
 def test_the_scan_sees_imports_hidden_in_functions_and_strings(tmp_path):
     """The scan itself: a lazy import and a string target are both found."""
     f = tmp_path / "m.py"
-    f.write_text("def f():\n    from worldolympiad.registry import X\n\nTARGET = 'leaderboard.store:Store'\n")
+    f.write_text("def f():\n    from worldolympiad.registry import X\n\nTARGET = 'leaderboard.store:Store'\n"
+                 "PKG = 'tracks.longvideo.cli'\nWORD = d['tracks']\nFILE = 'leaderboard.sqlite'\n")
     mods = {m for _, m in _imports(f)}
-    assert {"worldolympiad.registry", "leaderboard.store"} <= mods
+    assert {"worldolympiad.registry", "leaderboard.store", "tracks.longvideo.cli"} <= mods
+    assert not {"tracks", "leaderboard.sqlite"} & mods  # a word and a file name are not targets
 
 
 def test_the_shipped_bundle_and_its_random_twin_load_without_the_lab():

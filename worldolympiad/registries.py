@@ -14,6 +14,7 @@ GENERATORS     :class:`~worldolympiad.scenario.CaseGenerator` instance     ``cas
 PERTURBATIONS  ``(video: Video, case: Case, strength: float, rng) -> Video`` ``perturbed:NAME@STRENGTH``
 SEGMENTERS     factory ``(**options) -> Segmenter``                          ``opencv``
 REPORTING      the leaderboard package's entry points (store, table, report) ``store``
+COMMANDS       ``main(argv) -> int`` of a subcommand another package provides  ``worldolympiad NAME``
 =============  ===========================================================  ==========================
 """
 
@@ -33,6 +34,8 @@ PERTURBATIONS: Registry[Any] = Registry("perturbations", providers=("scenarios.r
 SEGMENTERS: Registry[Any] = Registry("segmenters")
 # What evaluate-model calls to import its runs, print their leaderboard and write report.html.
 REPORTING: Registry[Any] = Registry("reporting")
+# `worldolympiad NAME ...` subcommands that other packages provide (argv is handed over whole).
+COMMANDS: Registry[Any] = Registry("commands")
 
 # ---------------------------------------------------------------- models
 MODELS.register("videos", "worldolympiad.models.videos:VideosModel",
@@ -89,6 +92,19 @@ REPORTING.register("leaderboard_table", "leaderboard.aggregate:leaderboard_table
 REPORTING.register("schema", "leaderboard.schema:load_schema", description="the leaderboard schema")
 REPORTING.register("report", "leaderboard.report:build_report", description="RUN_DIR/report.html")
 
+# ---------------------------------------------------------------- commands (worldolympiad NAME ...)
+COMMANDS.register("report", "leaderboard.report:main", description="static HTML report of a run",
+                  provider="leaderboard")
+COMMANDS.register("leaderboard", "leaderboard.cli:main", description="leaderboard store, table and site",
+                  provider="leaderboard")
+COMMANDS.register("scenarios", "scenarios.render:main", description="render a suite's cases and references",
+                  provider="scenarios")
+COMMANDS.register("lvbench", "tracks.longvideo.cli:main", description="LV-Bench drift evaluation",
+                  provider="tracks (tracks/longvideo/cli.py)")
+COMMANDS.register("import-lvbench", "tracks.longvideo.importer:import_lvbench",
+                  description="import the LV-Bench layout (worldolympiad import --layout lvbench)",
+                  provider="tracks (tracks/longvideo/importer.py)")
+
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"prefix:arg"`` into ``("prefix", "arg")``; ``"prefix"`` gives ``("prefix", None)``."""
@@ -103,5 +119,5 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 def load_plugins_into_all() -> None:
     """Force entry-point discovery for every registry (used by ``worldolympiad ls``)."""
-    for reg in (MODELS, TRACKS, SUITES, JUDGES, GENERATORS, PERTURBATIONS, SEGMENTERS, REPORTING):
+    for reg in (MODELS, TRACKS, SUITES, JUDGES, GENERATORS, PERTURBATIONS, SEGMENTERS, REPORTING, COMMANDS):
         reg.names()

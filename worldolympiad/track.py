@@ -23,10 +23,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from worldolympiad.options import OptionSpec
 from worldolympiad.types import Case, MetricValue, Video
+
+if TYPE_CHECKING:
+    from worldolympiad.trackspec import TrackSpec
 
 
 @dataclass
@@ -131,6 +134,24 @@ class Track:
 
             return dict(load_track_spec(Path(file).with_name("track.yaml")).option_specs)
         return {}
+
+    @classmethod
+    def spec(cls) -> TrackSpec | None:
+        """The parsed ``track.yaml`` beside this track's module (metrics, version, options), or
+        ``None`` for a track that declares none. Readers go through the ``TRACKS`` registry and
+        this method, never through a string import of the track's package."""
+        file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if file and Path(file).with_name("track.yaml").is_file():
+            from worldolympiad.trackspec import load_track_spec
+
+            return load_track_spec(Path(file).with_name("track.yaml"))
+        return None
+
+    @classmethod
+    def rules(cls) -> list[dict[str, Any]]:
+        """The rule catalogue this track judges cases by (``id``, ``dimension``, ``description``,
+        ...), for ``worldolympiad ls rules``; empty for a track without rules."""
+        return []
 
     def applicability(self, case: Case) -> str | None:
         """``None`` if this track can judge ``case``, else the reason it cannot."""

@@ -192,6 +192,14 @@ class PhysicsTrack(Track):
     name: ClassVar[str] = "physics"
     version: ClassVar[str] = track_spec().version
 
+
+    @classmethod
+    def rules(cls) -> list[dict[str, Any]]:
+        """The 14-rule taxonomy of ``rules.yaml`` (``worldolympiad ls rules`` reads it here)."""
+        from tracks.physics.rules import list_rules
+
+        return list_rules()
+
     def applicability(self, case: Case) -> str | None:
         why = super().applicability(case)
         if why:

@@ -1,7 +1,7 @@
 """``worldolympiad``: list, validate, score, import, generate; thin dispatchers to the other packages.
 
 ``ls`` never imports torch: it reads registries (names and descriptions only),
-``tracks/<track>/track.yaml`` and ``tracks/physics/rules.yaml`` as data files, and
+``tracks/<track>/track.yaml`` (via the ``TRACKS`` registry's targets) and each track's rules, and
 suite factories (which only build Case objects, no rendering).
 
 Dispatchers hand the rest of the command line to the package that owns the command:
@@ -82,13 +82,19 @@ examples:
   evaluate-model --model videos:gen/ --suite smoke          # score the folder later, anywhere
 """
 
-# command → ("module:function", package that provides it, how argv is cut)
-DISPATCH: dict[str, tuple[str, str]] = {
-    "report": ("leaderboard.report:main", "leaderboard"),
-    "leaderboard": ("leaderboard.cli:main", "leaderboard"),
-    "scenarios": ("scenarios.render:main", "scenarios"),
-    "lvbench": ("tracks.longvideo.cli:main", "tracks (tracks/longvideo/cli.py)"),
-}
+
+def _command(name: str) -> tuple[str, str]:
+    """``(target, provider)`` of a subcommand another package provides, from the ``COMMANDS``
+    registry (worldolympiad.registries): the lazy ``"module:function"`` string is read, not imported."""
+    from worldolympiad.registries import COMMANDS
+
+    target = COMMANDS._entry(name).target
+    module_attr = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
+    return module_attr, str(COMMANDS.describe(name).get("provider", "another package"))
+
+
+# command → ("module:function", package that provides it), as registered in COMMANDS
+DISPATCH: dict[str, tuple[str, str]] = {name: _command(name) for name in ("report", "leaderboard", "scenarios", "lvbench")}
 
 LS_KINDS = ("models", "tracks", "metrics", "suites", "rules", "options", "judges", "generators", "perturbations")
 
@@ -195,22 +201,23 @@ def _ls_metrics() -> str:
 
 
 def _ls_rules() -> str:
-    import importlib.resources as res
+    """Every registered track's rule catalogue (:meth:`worldolympiad.track.Track.rules`; the physics
+    track's ``rules.yaml``), read through the ``TRACKS`` registry."""
+    from worldolympiad.registries import TRACKS
 
-    import yaml
-
-    try:
-        f = res.files("tracks.physics").joinpath("rules.yaml")
-        data = yaml.safe_load(f.read_text()) if f.is_file() else None
-    except (ModuleNotFoundError, FileNotFoundError):
-        data = None
-    if not data or not data.get("rules"):
+    rules: list[dict[str, Any]] = []
+    for name in TRACKS.names():
+        try:
+            rules += TRACKS.get(name).rules()
+        except (ImportError, AttributeError):  # a track that is not installed, or predates rules()
+            continue
+    if not rules:
         from worldolympiad.validate import load_schema
 
         ids = load_schema("case")["properties"]["physics"]["properties"]["rules"]["items"]["enum"]
-        return "(rule descriptions not declared: tracks/physics/rules.yaml missing)\n" + "\n".join(ids)
+        return "(rule descriptions not declared: no registered track lists its rules)\n" + "\n".join(ids)
     return _table([(r["id"], r.get("dimension", ""), " ".join(str(r.get("description", "")).split()))
-                   for r in data["rules"]])
+                   for r in rules])
 
 
 def _suite_counts_without_building(name: str) -> int | None:
@@ -432,7 +439,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                   f"chunks split the video evenly ({', '.join(guessed[:5])}{', ...' if len(guessed) > 5 else ''}); "
                   "add \"interval\": \"[MM:SS, MM:SS)\" to each chunk of prompt.json to fix")
         return 0
-    fn = _load_dispatch("tracks.longvideo.importer:import_lvbench", "tracks (tracks/longvideo/importer.py)")
+    fn = _load_dispatch(*_command("import-lvbench"))
     if fn is None:
         return 2
     result = fn(root, out)
