@@ -150,3 +150,16 @@ def test_the_shipped_bundle_and_its_random_twin_load_without_the_lab():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("inferix.bundle")
+
+
+def test_the_built_in_track_list_is_the_registry_s():
+    """``worldolympiad.types.TRACKS`` (the default of ``--tracks``) names exactly the built-in
+    registry entries, each with a ``track.yaml`` whose name matches."""
+    from worldolympiad.registries import TRACKS as REGISTRY
+    from worldolympiad.types import TRACKS
+
+    builtin = {n for n, d in REGISTRY.items() if d.get("source") == "builtin"}
+    assert set(TRACKS) == builtin
+    for name in TRACKS:
+        spec = REGISTRY.get(name).spec()
+        assert spec is not None and spec.name == name

@@ -24,10 +24,11 @@ from typing import Any, Literal
 import numpy as np
 
 SCENARIOS: tuple[str, ...] = ("gaming", "robotics", "realworld")
+#: the built-in tracks in display order (each registered in worldolympiad/registries.py: TRACKS);
+#: the default of --tracks. Plugins add theirs to the registry, not here.
 TRACKS: tuple[str, ...] = ("physics", "geometry", "interaction", "longvideo")
 
 Scenario = Literal["gaming", "robotics", "realworld"]
-TrackName = Literal["physics", "geometry", "interaction", "longvideo"]
 Status = Literal["ok", "not_applicable", "failed"]
 
 # An action is a name from the scenario's action vocabulary (``"forward"``), or a
