@@ -9,6 +9,7 @@ run away with memory, and its actions take effect within ``max_ahead`` blocks).
 WebSocket protocol (``/ws``)::
 
     client -> {"prompt": "...", "seed": 0, "num_blocks": 8 | null, "action": "forward"}   (first message)
+    server -> {"type": "error", "code": "busy" | "bad_request", "message": ...}, then close   (refused)
     server -> {"type": "session", "session_id": "s0", "fps": 16, "height": H, "width": W}
     server -> {"type": "block", "index": i, "frames": T, "height": H, "width": W,
                "prompt": ..., "action": ..., "timings": {...}}
@@ -17,6 +18,19 @@ WebSocket protocol (``/ws``)::
               (any time; applied from the next block that has not started)
     server -> {"type": "error", "message": ...}     (bad control message; the session goes on)
     server -> {"type": "end", "state": "finished|cancelled|failed", "error": ...}
+
+The first message is checked before a session exists (:func:`start_params`): ``prompt`` a
+string, ``seed`` an integer in [0, 2**63 - 1], ``num_blocks`` null or an integer >= 1 (a float
+such as 4.0 that is a whole number counts; ``1e999``, NaN, 2.5, ``true`` or ``"3"`` do not); a
+bad one gets ``code: "bad_request"``. **Admission control**: the KV pool is sized for
+``max_sessions`` sessions (:func:`session_capacity`), so a session that would not fit is refused
+up front with ``code: "busy"`` (close code 1013, "try again later") instead of being admitted and
+failing mid-stream when the pool runs dry; under the unbounded ``full`` policy a session must also
+have a ``num_blocks`` whose frames fit ``max_frames``. A control message that is not a JSON object
+with the fields above of the right types (``prompt`` a string, ``pause`` / ``resume`` /
+``cancel`` booleans), or that the engine rejects (unknown action), is answered with an error
+message and the session goes on. A session is removed from the engine's table once its ``end``
+message is out (finished, cancelled or failed), so its slot and its entry are reclaimed.
 
 HTTP: ``GET /health``, ``GET /sessions``, ``POST /sessions/{id}/control`` (same JSON as the
 WebSocket control messages), ``DELETE /sessions/{id}``. Gradio demo page: ``/demo``.
@@ -27,7 +41,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import json
 import logging
+import math
 import queue
 import threading
 from collections.abc import Callable
@@ -38,6 +54,62 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
 
 logger = logging.getLogger(__name__)
+
+MAX_SEED = 2**63 - 1
+
+
+class SessionRefusedError(RuntimeError):
+    """The server cannot take this session now (its KV pool holds no more sessions)."""
+
+
+def session_capacity(config: Any) -> int:
+    """Sessions the engine's KV pool holds at once, each at its policy's bound.
+
+    The default pool is sized for ``max_sessions``; an explicit ``num_device_blocks`` holds as
+    many sessions as it has room for (the per-session size of
+    :meth:`~inferix.engine.EngineConfig.pool_blocks`).
+    """
+    if config.num_device_blocks is None:
+        return int(config.max_sessions)
+    bound = config.policy.max_visible_frames()
+    frames = config.max_frames if bound is None else bound + config.block_frames
+    per_session = -(-frames // config.kv_block) + 2
+    return max(0, int(config.num_device_blocks) // per_session)
+
+
+def _whole_number(name: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` as an int in [lo, hi] (a float that is a whole number counts), else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
+    return int(value)
+
+
+def start_params(start: Any, config: Any = None) -> dict[str, Any]:
+    """Check a session's first message; returns ``add_session`` keyword arguments.
+
+    Raises:
+        ValueError: naming the field, the value and what it must be.
+    """
+    if not isinstance(start, dict):
+        raise ValueError(f"the first message must be a JSON object, got {type(start).__name__}")
+    prompt = start.get("prompt", "")
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string, got {prompt!r}")
+    seed = _whole_number("seed", start.get("seed", 0), 0, MAX_SEED)
+    num_blocks = start.get("num_blocks")
+    if num_blocks is not None:
+        num_blocks = _whole_number("num_blocks", num_blocks, 1, 2**31 - 1)
+    if config is not None and config.num_device_blocks is None and config.policy.max_visible_frames() is None:
+        frames = None if num_blocks is None else num_blocks * config.block_frames
+        if frames is None or frames > config.max_frames:
+            raise ValueError(f"under the full KV policy a session holds at most {config.max_frames} latent frames "
+                             f"({config.max_frames // config.block_frames} blocks); got num_blocks={num_blocks}: "
+                             "ask for fewer blocks, or serve with a rolling policy (--policy rolling:W)")
+    return {"prompt": prompt, "seed": seed, "num_blocks": num_blocks, "action": start.get("action")}
 
 
 class EngineLoop:
@@ -57,6 +129,7 @@ class EngineLoop:
         self._subs: dict[str, Callable[[dict[str, Any], Any], object]] = {}
         self._pending: dict[str, int] = {}  # blocks handed out and not yet taken by the client
         self._held: set[str] = set()  # sessions paused by back-pressure (not by the user)
+        self.capacity = session_capacity(engine.config)
         self._thread = threading.Thread(target=self._run, name="inferix-engine", daemon=True)
 
     def start(self) -> None:
@@ -74,6 +147,28 @@ class EngineLoop:
         self._wake.set()
         return fut
 
+    def admit(self, callback: Callable[[dict[str, Any], Any], object], **params: Any) -> str:
+        """Start a session and subscribe ``callback`` to it, if the KV pool has room (engine thread only).
+
+        Raises:
+            SessionRefusedError: ``capacity`` sessions are live; nothing was started.
+            ValueError: the engine rejected the parameters (unknown action...).
+        """
+        live = sum(1 for s in self.engine.sessions.values() if not s.state.done)
+        if live >= self.capacity:
+            raise SessionRefusedError(
+                f"server busy: {live} of the {self.capacity} sessions its KV pool holds are live; "
+                "try again when one ends (or serve with a larger --max-sessions)")
+        sid: str = self.engine.add_session(**params)
+        self.subscribe(sid, callback)
+        return sid
+
+    def end(self, session_id: str) -> None:
+        """Cancel a session that is still live (engine thread only; a reclaimed one is ignored)."""
+        s = self.engine.sessions.get(session_id)
+        if s is not None and not s.state.done:
+            self.engine.cancel(session_id)
+
     def subscribe(self, session_id: str, callback: Callable[[dict[str, Any], Any], object]) -> None:
         """Deliver ``(message, payload)`` of a session to ``callback`` (called on the engine thread)."""
         self._subs[session_id] = callback
@@ -84,6 +179,8 @@ class EngineLoop:
         self.call(lambda: self._taken(session_id))
 
     def _taken(self, session_id: str) -> None:
+        if session_id not in self._pending:
+            return  # the session ended and was reclaimed
         self._pending[session_id] = max(0, self._pending.get(session_id, 0) - 1)
         if session_id in self._held and self._pending[session_id] < self.max_ahead:
             self._held.discard(session_id)
@@ -91,10 +188,16 @@ class EngineLoop:
             if s is not None and not s.state.done:
                 self.engine.resume(session_id)
 
+    def _reclaim(self, sid: str) -> None:
+        """Forget an ended session: its table entry, subscriber and back-pressure state."""
+        self._subs.pop(sid, None)
+        self._pending.pop(sid, None)
+        self._held.discard(sid)
+        self.engine.remove(sid)
+
     def _run(self) -> None:
         from inferix.scheduler import SessionState
 
-        announced: set[str] = set()
         while not self._stop.is_set():
             while True:
                 try:
@@ -125,10 +228,9 @@ class EngineLoop:
                         and self._pending.get(sid, 0) >= self.max_ahead and s.slot.step == 0):
                     self.engine.pause(sid)  # back-pressure, lifted by taken()
                     self._held.add(sid)
-                if s.state.done and sid not in announced:
-                    announced.add(sid)
+                if s.state.done:
                     cb({"type": "end", "state": s.state.value, "error": s.error}, None)
-                    self._subs.pop(sid, None)
+                    self._reclaim(sid)
             if not runnable:
                 self._wake.wait(0.05)
                 self._wake.clear()
@@ -140,8 +242,13 @@ def _control(engine: Any, sid: str, msg: dict[str, Any]) -> dict[str, Any]:
     unknown = set(msg) - known - {"type"}
     if unknown:
         raise ValueError(f"unknown control field(s) {sorted(unknown)}; use {sorted(known)}")
+    if "prompt" in msg and not isinstance(msg["prompt"], str):
+        raise ValueError(f"prompt must be a string, got {msg['prompt']!r}")
+    for flag in ("pause", "resume", "cancel"):
+        if flag in msg and not isinstance(msg[flag], bool):
+            raise ValueError(f"{flag} must be true or false, got {msg[flag]!r}")
     if "prompt" in msg:
-        engine.set_prompt(sid, str(msg["prompt"]))
+        engine.set_prompt(sid, msg["prompt"])
     if "action" in msg:
         engine.set_action(sid, msg["action"])
     if msg.get("pause"):
@@ -151,6 +258,25 @@ def _control(engine: Any, sid: str, msg: dict[str, Any]) -> dict[str, Any]:
     if msg.get("cancel"):
         engine.cancel(sid)
     return {"ok": True}
+
+
+async def _receive_json(websocket: WebSocket) -> Any:
+    """The next message parsed as JSON text.
+
+    Raises:
+        WebSocketDisconnect: the client went away.
+        ValueError: a binary message, or text that is not JSON (the connection stays usable).
+    """
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000))
+    text = message.get("text")
+    if text is None:
+        raise ValueError("messages must be JSON text, got a binary message")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"message is not valid JSON ({e}): {text[:80]!r}") from None
 
 
 def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool = False) -> Any:
@@ -188,7 +314,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
             return loop.call(lambda: _control(engine, sid, msg)).result(timeout=30)
         except KeyError as e:
             raise HTTPException(404, str(e)) from None
-        except ValueError as e:
+        except (ValueError, TypeError) as e:
             raise HTTPException(400, str(e)) from None
 
     @app.delete("/sessions/{sid}")
@@ -204,26 +330,34 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
         await websocket.accept()
         aloop = asyncio.get_running_loop()
         out_q: asyncio.Queue = asyncio.Queue()
-        try:
-            start = await websocket.receive_json()
-        except (WebSocketDisconnect, ValueError):
-            return
-        if not isinstance(start, dict):
-            await websocket.send_json({"type": "error", "message": "first message must be a JSON object"})
-            await websocket.close()
-            return
 
-        def add() -> str:
-            sid = engine.add_session(str(start.get("prompt", "")), num_blocks=start.get("num_blocks"),
-                                     seed=int(start.get("seed", 0)), action=start.get("action"))
-            loop.subscribe(sid, lambda m, p: aloop.call_soon_threadsafe(out_q.put_nowait, (m, p)))
-            return sid
+        async def refuse(code: str, message: str, close_code: int = 1008) -> None:
+            await websocket.send_json({"type": "error", "code": code, "message": message})
+            await websocket.close(code=close_code)
 
         try:
-            sid = await asyncio.wrap_future(loop.call(add))
-        except (ValueError, TypeError) as e:
-            await websocket.send_json({"type": "error", "message": str(e)})
-            await websocket.close()
+            first = await _receive_json(websocket)
+        except WebSocketDisconnect:
+            return
+        except ValueError as e:
+            await refuse("bad_request", str(e))
+            return
+        try:
+            params = start_params(first, engine.config)
+        except ValueError as e:
+            await refuse("bad_request", str(e))
+            return
+
+        def deliver(m: dict[str, Any], p: Any) -> None:
+            aloop.call_soon_threadsafe(out_q.put_nowait, (m, p))
+
+        try:
+            sid = await asyncio.wrap_future(loop.call(functools.partial(loop.admit, deliver, **params)))
+        except SessionRefusedError as e:
+            await refuse("busy", str(e), close_code=1013)  # 1013: try again later
+            return
+        except Exception as e:  # noqa: BLE001 - the engine rejected it (unknown action...): said, not fatal
+            await refuse("bad_request", f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e))
             return
         h, w = engine.config.latent_hw
         scale = int(getattr(engine.codec, "spatial_stride", 1))
@@ -241,14 +375,17 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
                     return
 
         async def pump_in() -> None:
-            while True:
-                msg = await websocket.receive_json()
+            while True:  # ends with the client (WebSocketDisconnect); a bad message never ends it
                 try:
+                    msg = await _receive_json(websocket)
                     if not isinstance(msg, dict):
-                        raise ValueError("control messages must be JSON objects")
+                        raise ValueError(f"control messages must be JSON objects, got {type(msg).__name__}")
                     await asyncio.wrap_future(loop.call(functools.partial(_control, engine, sid, msg)))
-                except (ValueError, KeyError, TypeError) as e:
-                    await websocket.send_json({"type": "error", "message": str(e)})
+                except WebSocketDisconnect:
+                    raise
+                except Exception as e:  # noqa: BLE001 - reported to the client; the session goes on
+                    text = str(e) if isinstance(e, (ValueError, KeyError)) else f"{type(e).__name__}: {e}"
+                    await websocket.send_json({"type": "error", "message": text})
 
         sender = asyncio.create_task(pump_out())
         receiver = asyncio.create_task(pump_in())
@@ -258,7 +395,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
             receiver.cancel()
             if not sender.done():  # client went away: stop generating for it
                 sender.cancel()
-                loop.call(lambda: engine.cancel(sid) if not engine.session(sid).state.done else None)
+                loop.call(functools.partial(loop.end, sid))
             with contextlib.suppress(Exception):
                 await websocket.close()
 
@@ -279,13 +416,9 @@ def build_demo(loop: EngineLoop, loaded: Any) -> Any:
     def start(prompt: str, seconds: float, seed: float, action: str | None):  # noqa: ANN202
         q: queue.Queue = queue.Queue()
 
-        def add() -> str:
-            sid = engine.add_session(prompt, num_blocks=loaded.blocks_for_seconds(seconds), seed=int(seed),
-                                     action=action or None)
-            loop.subscribe(sid, lambda m, p: q.put((m, p)))
-            return sid
-
-        sid = loop.call(add).result(timeout=60)
+        params = start_params({"prompt": prompt, "num_blocks": loaded.blocks_for_seconds(seconds), "seed": seed,
+                               "action": action or None}, engine.config)
+        sid = loop.call(functools.partial(loop.admit, lambda m, p: q.put((m, p)), **params)).result(timeout=60)
         while True:
             msg, frames = q.get()
             if frames is not None:
