@@ -117,14 +117,17 @@ def parse_option_specs(where: str | Path, d: Any) -> dict[str, OptionSpec]:
 
 
 def model_options(model: str) -> dict[str, OptionSpec] | None:
-    """``OPTIONS`` of the adapter class ``model`` resolves to; ``None`` when it declares nothing (a plugin)."""
+    """``OPTIONS`` of the adapter class ``model`` resolves to (or its ``options_for(arg)``); ``None`` when it
+    declares nothing (a plugin, or a ``py:`` class whose ``__init__`` takes ``**kwargs``): any key."""
     from worldolympiad.registries import MODELS, parse_spec
 
     try:
-        cls = MODELS.get(parse_spec(model)[0])
+        prefix, arg = parse_spec(model)
+        cls = MODELS.get(prefix)
     except (KeyError, ValueError, ImportError, AttributeError):
         return None
-    declared = getattr(cls, "OPTIONS", None)
+    options_for = getattr(cls, "options_for", None)  # a kind whose keys depend on ARG (py:MODULE:CLASS)
+    declared = options_for(arg) if callable(options_for) else getattr(cls, "OPTIONS", None)
     return dict(declared) if isinstance(declared, Mapping) else None
 
 

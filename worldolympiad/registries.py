@@ -24,7 +24,7 @@ from typing import Any
 
 from worldolympiad.registry import Registry
 
-MODELS: Registry[Any] = Registry("models")
+MODELS: Registry[Any] = Registry("models", plugin_target="worldolympiad.models.python_class:plugin_model")
 TRACKS: Registry[Any] = Registry("tracks")
 SUITES: Registry[Any] = Registry("suites")
 JUDGES: Registry[Any] = Registry("judges")
@@ -48,6 +48,8 @@ MODELS.register("diffusers", "worldolympiad.models.diffusers:DiffusersModel",
                 description="any local diffusers text/image-to-video pipeline: diffusers:PATH")
 MODELS.register("inferix", "worldolympiad.models.inferix:InferixModel",
                 description="any model the Inferix engine serves: inferix:NAME_OR_PATH")
+MODELS.register("py", "worldolympiad.models.python_class:PY",
+                description="your own WorldModel subclass: py:package.module:Class or py:path/to/file.py:Class")
 MODELS.register("repeat-first-frame", "worldolympiad.models.baselines:RepeatFirstFrameModel",
                 description="baseline: the case's first frame held still for the whole video")
 

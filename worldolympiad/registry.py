@@ -9,6 +9,10 @@ names of the form ``<registry>.<name>``::
     "models.mymodel" = "my_pkg.model:MyWorldModel"
     "tracks.mytrack" = "my_pkg.track:MyTrack"
 
+A model plugin names a plain ``WorldModel`` subclass (or a factory ``(arg, **options)``); the
+model registry wraps it (:mod:`worldolympiad.models.python_class`), so ``--model mymodel`` gets
+the same options and one-line errors as ``--model py:my_pkg.model:MyWorldModel``.
+
 Listing names (:meth:`Registry.names`, :meth:`Registry.describe`) never imports the
 targets, so ``worldolympiad ls`` stays instant.
 """
@@ -69,8 +73,11 @@ class Registry(Generic[T]):
         providers: modules imported on first lookup; they register their own entries.
     """
 
-    def __init__(self, kind: str, providers: tuple[str, ...] = ()) -> None:
+    def __init__(self, kind: str, providers: tuple[str, ...] = (), plugin_target: str | None = None) -> None:
         self.kind = kind
+        # "module:attr" of ``(name, entry-point value) -> target``: how this registry turns a plugin's
+        # entry point into an entry (models wrap a plain WorldModel subclass; None: the value itself)
+        self._plugin_target = plugin_target
         self._entries: dict[str, _Entry] = {}
         self._plugins_loaded = False
         # Modules imported on first lookup that register entries themselves
@@ -185,7 +192,8 @@ class Registry(Generic[T]):
             if name in self._entries:
                 logger.warning("%s plugin %r from %s shadows an existing entry; ignored", self.kind, name, source)
                 continue
-            self._add(name, ep.value, "", False, {}, source=source)
+            target = ep.value if self._plugin_target is None else import_target(self._plugin_target)(name, ep.value)
+            self._add(name, target, "", False, {}, source=source)
 
 
 def _first_doc_line(obj: Any) -> str:
