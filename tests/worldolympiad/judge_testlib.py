@@ -1,7 +1,8 @@
 """Helpers of the judge-limit tests, importable by spawned workers (the test directory is on sys.path).
 
 * :class:`ChatServer`: a local OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that
-  counts requests and answers ``ok`` (a valid verdict), ``down`` (HTTP 503) or ``trickle``
+  counts requests and answers ``ok`` (a valid verdict), ``down`` (HTTP 503), ``garbage`` (out of
+  the schema) or ``trickle``
   (one byte every ``trickle_every`` s, in the headers or in the body);
 * :class:`JudgingTrack`: a test track that asks the run's judge ``judging.questions`` questions
   per row;
@@ -27,7 +28,8 @@ VERDICT = json.dumps({"compliant": True, "confidence": 0.9, "explanation": "it f
 
 
 class ChatServer:
-    """Counts requests; ``mode`` is ``ok``, ``down`` or ``trickle-headers`` / ``trickle-body``."""
+    """Counts requests; ``mode`` is ``ok``, ``down``, ``garbage`` (confidence 7.5) or ``trickle-headers`` /
+    ``trickle-body``."""
 
     def __init__(self, mode: str = "ok", trickle_every: float = 2.0, trickle_for: float = 14.0) -> None:
         self.mode = mode
@@ -46,6 +48,14 @@ class ChatServer:
                 with outer._lock:
                     outer.requests += 1
                 try:
+                    if outer.mode == "garbage":  # answers, but never within the schema
+                        bad = json.dumps({"compliant": True, "confidence": 7.5, "explanation": "sure"})
+                        data = json.dumps({"choices": [{"message": {"content": bad}}]}).encode()
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
                     if outer.mode == "down":
                         self.send_response(503)
                         self.send_header("Content-Length", "4")

@@ -180,9 +180,21 @@ def test_a_judge_outage_is_a_run_level_failure(chat, tmp_path, videos_suite, cap
     assert ev.main(flags + ["--strict"]) == 1
 
 
-def test_a_healthy_judge_is_no_run_error(chat, tmp_path, videos_suite, capsys):
+def test_a_judge_that_never_answers_within_the_schema_is_an_outage_too(chat, tmp_path, videos_suite, capsys):
+    from worldolympiad.cli import evaluate as ev
+
+    srv = chat("garbage")
+    assert ev.main(_cli_flags(tmp_path, videos_suite, f"openai:{srv.url}#m?retries=0") + ["--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "RUN ERROR: judge outage: the judge answered 18 of 18 request(s) but gave no usable answer" in out
+    assert "'confidence' must be a number in [0, 1], got 7.5" in out
+
+
+def test_a_healthy_judge_is_no_run_error_and_a_spent_budget_is_said(chat, tmp_path, videos_suite, capsys):
     from worldolympiad.cli import evaluate as ev
 
     srv = chat("ok")
-    assert ev.main(_cli_flags(tmp_path, videos_suite, f"openai:{srv.url}#m") + ["--strict"]) == 0
-    assert "RUN ERROR" not in capsys.readouterr().out
+    assert ev.main(_cli_flags(tmp_path, videos_suite, f"openai:{srv.url}#m?budget=2") + ["--strict"]) == 0
+    out = capsys.readouterr().out
+    assert "RUN ERROR" not in out and srv.requests == 2
+    assert "judge budget of 2 request(s) spent: 7 request(s) not sent" in out
