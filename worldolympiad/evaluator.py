@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from worldolympiad.inputs import BROKEN_CASE, known_stamps
+from worldolympiad.progress import ProgressLine, WorkProgress, generate_prior
 from worldolympiad.rundir import (
     RESULTS,
     RUN_SPEC,
@@ -72,6 +73,7 @@ from worldolympiad.workers import (
     _applicability,
     _clip,
     _Env,
+    _existing_video,
     _picklable,
     _run_in_processes,
     _Unit,
@@ -104,7 +106,8 @@ class EvalConfig:
         resume: reuse ``results.jsonl`` and ``videos/`` of an existing run directory.
         retry_failed: on resume, recompute rows whose status is ``failed``.
         limit: only the first N cases of the suite.
-        progress: show a tqdm progress bar with ETA on stderr.
+        progress: show a progress line on stderr: work done (rows weighed by their estimated cost), the
+            ETA, and the row(s) running now (:mod:`worldolympiad.progress`).
         cache_dir: shared cache root (``<out>/.cache`` when ``None``).
     """
 
@@ -371,8 +374,9 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
         results.append(row)
         done.add(key)
         computed += 1
-        bar.update(1)
-        bar.set_postfix_str(f"{row['case_id']} s{row['seed']} {row['track']}: {row['status']}", refresh=False)
+        progress.row(row["case_id"], int(row["seed"]), row["track"], str(row.get("status")),
+                     (row.get("timings") or {}).get("total"))
+        line.draw()
 
     # Plan every row: failed (broken case / missing track), not_applicable, or a unit to run.
     immediate: list[TrackResult] = []
@@ -415,11 +419,14 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
             if pending:
                 units.append(_Unit(len(units), case, seed, pending, inputs=current[(case.id, seed)]))
 
-    total_rows = len(immediate) + sum(len(u.tracks) for u in units)
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total_rows, unit="row", desc=f"{spec.model} on {suite.name}", disable=not config.progress,
-               file=sys.stderr, dynamic_ncols=True)
+    # Progress in work: each unit's video and pending tracks weighed by their cost (worldolympiad.progress);
+    # reused and instantly settled rows are counts, not progress.
+    progress = WorkProgress(priors={"generate": generate_prior(spec.model)})
+    progress.add_reused(skipped)
+    for u in units:
+        stored = config.resume and _existing_video(run_dir / VIDEOS / f"{u.case.id}__s{u.seed}.mp4") is not None
+        progress.plan(u.case.id, u.seed, u.case.num_frames, "read" if stored else "generate", u.tracks)
+    line = ProgressLine(progress, f"{spec.model} on {suite.name}", enabled=config.progress).start()
     try:
         for row in immediate:
             write_row(row.to_dict())
@@ -429,6 +436,11 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
                 write_row(payload)
             elif kind == "timing":
                 timings.append(payload)
+                if payload["stage"] in ("generate", "read"):
+                    progress.finish(payload["case_id"], int(payload["seed"]), "video", payload["seconds"],
+                                    kind=payload["stage"])
+            elif kind == "start":
+                progress.start(payload["case_id"], int(payload["seed"]), payload["stage"], worker=payload.get("pid"))
 
         workers = config.workers
         if workers > 1 and len(units) > 1 and not _picklable(env):
@@ -445,7 +457,7 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
         else:
             _run_in_processes(env, units, workers, on_message, write_row)
     finally:
-        bar.close()
+        line.close()
         results.close()
         timings.close()
 

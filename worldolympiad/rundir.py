@@ -4,15 +4,22 @@ JSONL appender, and the row bookkeeping a resumed run needs (stale rows, stored 
 Layout (DESIGN.md §4; :mod:`worldolympiad.evaluator` writes it)::
 
     <out>/<spec.dirname>/
-        run_spec.json  videos/  references/  results.jsonl  timings.jsonl  summary.json  work/
+        run_spec.json  videos/  references/  results.jsonl  timings.jsonl  summary.json  run.log  work/
+
+``run.log`` receives what third-party native code prints while a video is generated or a track
+scores (pycolmap's glog lines, MuJoCo and pybullet banners, absl), one header line per stage, so
+the terminal keeps only the progress line and the run's own messages (:func:`native_output_to`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,7 @@ SUMMARY = "summary.json"
 RUN_SPEC = "run_spec.json"
 VIDEOS = "videos"
 REFERENCES = "references"  # browser-playable copies of the references the tracks used (report, site)
+RUN_LOG = "run.log"  # third-party output of generation and tracks (native_output_to)
 
 
 # Generated videos are stored as H.264 and decoded back before scoring. 4:4:4 keeps the colour of
@@ -51,6 +59,65 @@ def video_format(options: Mapping[str, Any]) -> str:
     until session 12 ``h264 yuv444p crf18``, whose runs start anew rather than mix the two encodings)."""
     pix_fmt, qp = video_storage(options)
     return f"h264 {pix_fmt} qp{qp}"
+
+
+# ================================================================ the run's log
+
+
+@contextlib.contextmanager
+def native_output_to(log_path: Path, header: str = "") -> Iterator[None]:
+    """Send everything written to file descriptors 1 and 2 inside the block to ``log_path`` (appended).
+
+    pycolmap logs through glog and MuJoCo / pybullet print from C, straight to the process's stdout and
+    stderr descriptors: Python's ``logging`` and ``sys.stderr`` cannot catch them (one smoke run printed
+    ~1,700 glog lines into the terminal). The descriptors themselves are pointed at the log file for the
+    block and restored after it, C stdio buffers flushed on both sides so nothing crosses over. Python
+    output written to ``sys.stdout`` / ``sys.stderr`` in the block lands there too. The block runs in
+    this process (the geometry track calls pycolmap in-process), so a worker process redirects its own
+    descriptors; the progress line writes to a duplicate of the terminal taken before (it stays visible).
+    Where descriptors cannot be redirected (no fd 1/2, not POSIX) the block runs unchanged.
+    """
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        logger.debug("cannot open %s; native output stays on the terminal", log_path, exc_info=True)
+        yield
+        return
+    saved: list[tuple[int, int]] = []
+    try:
+        if header:
+            os.write(log_fd, f"==== {header} (pid {os.getpid()})\n".encode())
+        _flush_all()
+        for fd in (1, 2):
+            try:
+                saved.append((fd, os.dup(fd)))
+            except OSError:  # no such descriptor (a daemon): nothing to redirect there
+                continue
+            os.dup2(log_fd, fd)
+        yield
+    finally:
+        _flush_all()
+        for fd, copy in saved:
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(log_fd)
+
+
+def _flush_all() -> None:
+    """Flush Python's and C's stdout/stderr buffers (so text lands on the side it was written on)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(Exception):
+        _libc().fflush(None)
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None)
 
 
 # ================================================================ result files

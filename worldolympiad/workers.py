@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from worldolympiad.rundir import REFERENCES, VIDEOS, video_storage
+from worldolympiad.rundir import REFERENCES, RUN_LOG, VIDEOS, native_output_to, video_storage
 from worldolympiad.types import Case, CaseError, RunSpec, Status, TrackResult, Video
 
 logger = logging.getLogger(__name__)
@@ -95,6 +95,7 @@ class _Worker:
     # -------------------------------------------------------------------- unit
     def run_unit(self, unit: _Unit) -> None:
         case, seed = unit.case, unit.seed
+        self.started(case, seed, "video")
         try:
             video = self.obtain_video(case, seed)
         except Exception as e:  # noqa: BLE001 - recorded per row
@@ -197,7 +198,8 @@ class _Worker:
                 stored.unlink(missing_ok=True)
         model = self.model()
         t0 = time.perf_counter()
-        video = model.generate(case, seed=seed)
+        with native_output_to(self.env.run_dir / RUN_LOG, f"generate {case.id} s{seed}"):
+            video = model.generate(case, seed=seed)
         if not isinstance(video, Video):
             raise TypeError(f"{type(model).__name__}.generate returned {type(video).__name__}, expected a Video")
         self.timing(case, seed, "generate", time.perf_counter() - t0)
@@ -243,10 +245,12 @@ class _Worker:
                           cache_dir=self.env.cache_dir, judge_spec=spec.judge,
                           options=spec.option_dict, reference_loader=load_reference, run_dir=self.env.run_dir)
         _seed_everything(seed)
+        self.started(case, seed, name)
         t0 = time.perf_counter()
         try:
-            track = self.track(name)
-            out = track.evaluate(video, case, ctx)
+            with native_output_to(self.env.run_dir / RUN_LOG, f"{name} {case.id} s{seed}"):
+                track = self.track(name)
+                out = track.evaluate(video, case, ctx)
         except Exception as e:  # noqa: BLE001 - recorded as the row's error
             (work_dir / "traceback.txt").write_text(traceback.format_exc())
             msg = describe_error(e, f"track {name!r}")
@@ -278,6 +282,10 @@ class _Worker:
         )
         self.timing(case, seed, name, total, status=status)
         return row
+
+    def started(self, case: Case, seed: int, stage: str) -> None:
+        """Tell the parent what this worker works on now (``stage``: ``video`` or a track; the progress line)."""
+        self.emit("start", {"case_id": case.id, "seed": seed, "stage": stage, "pid": os.getpid()})
 
     def timing(self, case: Case, seed: int, stage: str, seconds: float, **extra: Any) -> None:
         self.emit("timing", {"case_id": case.id, "seed": seed, "stage": stage, "seconds": round(seconds, 6),

@@ -1,0 +1,159 @@
+"""Issue 58 item 5: progress measured in work, naming the running row; third-party output in run.log.
+
+On 85cf2c2 the bar counted rows: 50 not-applicable rows finished at once and the bar showed 51/80
+with 17 s left after 30 s, then sat still for minutes on geometry rows while naming the last
+finished row; ~1,700 glog lines of pycolmap went to the terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from worldolympiad.evaluator import EvalConfig, evaluate, make_run_spec
+from worldolympiad.progress import ProgressLine, WorkProgress
+from worldolympiad.rundir import RUN_LOG, native_output_to
+
+# A run like the smoke suite's: per unit a video and two tracks of very different cost (true seconds).
+TRUE_COST = {"video": 0.3, "geometry": 25.0, "physics": 0.6}
+FRAMES = 16
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _run_unit(p: WorkProgress, clock: FakeClock, case: str, tracks: list[str]) -> None:
+    p.start(case, 0, "video")
+    clock.t += TRUE_COST["video"]
+    p.finish(case, 0, "video", TRUE_COST["video"], kind="generate")
+    for t in tracks:
+        p.start(case, 0, t)
+        clock.t += TRUE_COST[t]
+        p.row(case, 0, t, "ok", TRUE_COST[t])
+
+
+def test_instant_rows_do_not_move_the_fraction_and_the_eta_follows_the_work():
+    clock = FakeClock()
+    p = WorkProgress(clock=clock)
+    units = [f"case{i}" for i in range(10)]
+    # geometry on the first four cases only (as in smoke, where the costly rows come first)
+    plan = {c: (["geometry", "physics"] if i < 4 else ["physics"]) for i, c in enumerate(units)}
+    for c, tracks in plan.items():
+        p.plan(c, 0, FRAMES, "generate", tracks)
+    p.add_reused(20)
+    for i in range(50):  # not-applicable rows written at once, before any work
+        p.row(f"na{i}", 0, "longvideo", "not_applicable")
+    assert p.fraction() == 0.0
+    assert p.eta() is None
+    line = p.line("model on suite")
+    assert "0%" in line and "0/14 rows" in line and "20 reused" in line and "50 n/a" in line
+
+    true_total = sum(TRUE_COST["video"] + sum(TRUE_COST[t] for t in tr) for tr in plan.values())
+    spent = 0.0
+    checked = 0
+    for c in units:
+        _run_unit(p, clock, c, plan[c])
+        spent += TRUE_COST["video"] + sum(TRUE_COST[t] for t in plan[c])
+        if spent / true_total < 0.25 or spent >= true_total:
+            continue
+        true_left = true_total - spent
+        eta = p.eta()
+        assert eta is not None and true_left / 2 <= eta <= true_left * 2, (c, eta, true_left)
+        # the fraction is work, not rows: after the geometry rows most of the work is done
+        assert abs(p.fraction() - spent / true_total) < 0.25, (c, p.fraction(), spent / true_total)
+        checked += 1
+    assert checked >= 3
+    assert p.fraction() == 1.0 and p.eta() == 0.0
+
+
+def test_the_line_names_the_running_row_and_credits_its_elapsed_time():
+    clock = FakeClock()
+    p = WorkProgress(clock=clock)
+    p.plan("room", 0, FRAMES, "generate", ["geometry"])
+    p.plan("ball", 0, FRAMES, "generate", ["physics"])
+    _run_unit(p, clock, "ball", ["physics"])
+    p.start("room", 0, "video")
+    clock.t += 0.3
+    p.finish("room", 0, "video", 0.3, kind="generate")
+    p.start("room", 0, "geometry")
+    before = p.fraction()
+    clock.t += 5.0
+    assert p.fraction() > before  # a long row keeps the bar moving
+    assert "running: room s0 geometry 0:05" in p.line("x")
+    assert "ball" not in p.line("x")  # not the last finished row
+    clock.t += 1e4  # a row far past its estimate never shows 100 %
+    assert p.fraction() < 1.0
+    p.row("room", 0, "geometry", "ok", 1e4)
+    assert "running" not in p.line("x") and p.fraction() == 1.0
+
+
+def test_two_workers_are_both_named():
+    p = WorkProgress(clock=FakeClock())
+    p.plan("a", 0, 8, "generate", ["physics"])
+    p.plan("b", 0, 8, "generate", ["geometry"])
+    p.start("a", 0, "physics", worker=11)
+    p.start("b", 0, "video", worker=12)
+    line = p.line("x")
+    assert "a s0 physics" in line and "b s0 generate" in line
+
+
+def test_progress_line_off_a_terminal_logs_lines_and_ends_with_the_counts():
+    clock = FakeClock()
+    p = WorkProgress(clock=clock)
+    p.plan("a", 0, 8, "generate", ["physics"])
+    out = io.StringIO()
+    line = ProgressLine(p, "m on s", stream=out, log_interval=30).start()
+    _run_unit(p, clock, "a", ["physics"])
+    line.close()
+    text = out.getvalue()
+    assert "\r" not in text and text.endswith("\n")
+    assert "100%" in text.splitlines()[-1] and "1/1 rows" in text.splitlines()[-1]
+
+
+def test_evaluate_shows_reused_rows_as_a_count_not_progress(videos_suite, tmp_path, capsys):
+    suite, vids = videos_suite
+    spec = make_run_spec(f"videos:{vids}", str(suite), ["counting"])
+    evaluate(spec, EvalConfig(out=tmp_path / "runs", progress=True))
+    first = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "100%" in first and "3/3 rows" in first
+    evaluate(spec, EvalConfig(out=tmp_path / "runs", progress=True))
+    again = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "0/0 rows" in again and "3 reused" in again
+
+
+GLOG_MARKERS = ("feature_extraction.cc", "I2026", "I2025", "I2027")
+
+
+def test_native_output_goes_to_the_log_file_and_the_terminal_is_restored(tmp_path, capfd):
+    log = tmp_path / "run.log"
+    with native_output_to(log, "physics case s0"):
+        os.write(2, b"I20261205 12:00:00.0 1 feature_extraction.cc:1] from C\n")
+        os.write(1, b"pybullet build time: from C\n")
+    os.write(2, b"after the block\n")
+    out, err = capfd.readouterr()
+    assert "feature_extraction" not in err and "pybullet" not in out
+    assert "after the block" in err
+    text = log.read_text()
+    assert "==== physics case s0" in text and "feature_extraction.cc" in text and "pybullet" in text
+
+
+def test_a_geometry_row_prints_no_glog_line_on_the_terminal(tmp_path, capfd):
+    pytest.importorskip("pycolmap")
+    opts = {"geometry.max_frames": 8, "geometry.splat_iterations": 5, "geometry.sfm_cross_check": False}
+    spec = make_run_spec("reference", "smoke", ["geometry"], options=opts)
+    outcome = evaluate(spec, EvalConfig(out=tmp_path / "runs", limit=1, progress=True))
+    out, err = capfd.readouterr()
+    row = outcome.rows[0]
+    assert row.track == "geometry" and row.status != "not_applicable", row
+    log = (outcome.run_dir / RUN_LOG).read_text()
+    assert "feature_extraction.cc" in log or "global_mapper.cc" in log or "incremental" in log
+    for marker in GLOG_MARKERS:
+        assert marker not in err and marker not in out, [ln for ln in err.splitlines() if marker in ln][:3]
+    assert "reference on smoke" in err  # the progress line still reaches the terminal
