@@ -48,6 +48,8 @@ MODELS.register("diffusers", "worldolympiad.models.diffusers:DiffusersModel",
                 description="any local diffusers text/image-to-video pipeline: diffusers:PATH")
 MODELS.register("inferix", "worldolympiad.models.inferix:InferixModel",
                 description="any model the Inferix engine serves: inferix:NAME_OR_PATH")
+MODELS.register("http", "worldolympiad.models.http_model:HttpModel",
+                description="a model served over HTTP (docs/model_http.md): http:URL")
 MODELS.register("py", "worldolympiad.models.python_class:PY",
                 description="your own WorldModel subclass: py:package.module:Class or py:path/to/file.py:Class")
 MODELS.register("repeat-first-frame", "worldolympiad.models.baselines:RepeatFirstFrameModel",
