@@ -54,7 +54,7 @@ def doc_server() -> Iterator[tuple[str, list[tuple[str, dict[str, Any]]]]]:
     seen: list[tuple[str, dict[str, Any]]] = []
 
     class Recording(_doc_handler()):  # type: ignore[misc]
-        def do_POST(self) -> None:
+        def do_POST(self) -> None:  # noqa: N802 - http.server names it
             body = self.rfile.read(int(self.headers["Content-Length"]))
             seen.append((self.path, json.loads(body)))
             self.rfile = io.BytesIO(body)
