@@ -166,3 +166,14 @@ def test_a_plugin_entry_point_may_name_a_plain_world_model(videos_suite, model_f
         assert _brightness(tmp_path / "runs") == pytest.approx([0.4] * 3, abs=0.01)
     finally:
         MODELS.unregister("greyplugin")
+
+
+def test_help_and_the_unknown_kind_error_name_py_and_http(videos_suite, tmp_path, capsys):
+    from worldolympiad.cli.evaluate import build_parser
+
+    text = build_parser().format_help()
+    assert "--model py:pan.py:PanningModel" in text and "--model http:http://127.0.0.1:8000" in text
+    suite, _ = videos_suite
+    assert _run("pyy:x.py:Mine", suite, tmp_path / "runs") == 2
+    err = capsys.readouterr().err
+    assert "Did you mean 'py'?" in err and "py:my_model.py:MyModel, http:URL" in err

@@ -48,6 +48,8 @@ examples:
   evaluate-model --model videos:data/wo#mymodel --suite wo.json --tracks physics,interaction
   evaluate-model --model perturbed:teleport@0.5 --seeds 0,1,2 --workers 2
   evaluate-model --model diffusers:/models/wan-t2v --suite smoke --device cuda --limit 2
+  evaluate-model --model py:pan.py:PanningModel --suite smoke --option model.speed=2   # your WorldModel class
+  evaluate-model --model http:http://127.0.0.1:8000 --suite smoke  # a model server (docs/model_http.md)
   evaluate-model --model reference --judge openai:http://localhost:8000/v1#qwen2.5-vl --option physics.judge_samples=3
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
@@ -87,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(model_given=False)
     p.add_argument("--model", default=DEFAULT_MODEL, action=_ModelAction,
                    help=f"model SPEC: videos:DIR[#PREFIX], reference, perturbed:NAME[@S], diffusers:PATH, "
-                        f"inferix:NAME (default: {DEFAULT_MODEL})")
+                        f"inferix:NAME, py:MODULE_OR_FILE.py:CLASS, http:URL (default: {DEFAULT_MODEL})")
     p.add_argument("--suite", default=DEFAULT_SUITE, help=f"suite name or suite/case JSON file (default: {DEFAULT_SUITE})")
     p.add_argument("--tracks", default=",".join(ALL_TRACKS), help="comma-separated tracks (default: all)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")

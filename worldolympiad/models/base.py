@@ -165,7 +165,8 @@ def check_model_spec(spec: str) -> None:
         factory = MODELS.get(prefix)
     except UnknownNameError as e:
         raise ModelSpecError(f"--model {spec!r}: {e} Write KIND[:ARG], e.g. videos:DIR, reference, "
-                             "perturbed:teleport@0.5, inferix:reference-world (`worldolympiad ls models`).") from e
+                             "perturbed:teleport@0.5, inferix:reference-world, py:my_model.py:MyModel, http:URL "
+                             "(`worldolympiad ls models`).") from e
     except ImportError as e:
         raise ModelSpecError(f"--model {spec!r}: {e}") from e
     check = getattr(factory, "check", None)
