@@ -183,3 +183,14 @@ def test_a_422_with_a_reason_is_recorded_on_the_case_and_the_run_goes_on(doc_ser
     assert _run(f"http:{url}", suite, tmp_path / "runs") == 0
     [row] = _rows(tmp_path / "runs")
     assert row["status"] == "failed" and "HTTP 422 this model needs a first frame" in row["errors"][0], row
+
+
+def test_an_mp4_answer_is_decoded_like_an_npz_one(tmp_path):
+    from worldolympiad.models.http_model import decode_frames
+    from worldolympiad.video import write_video
+
+    frames = wo_testlib.frames_for("mp4", 8, (32, 32))
+    write_video(tmp_path / "a.mp4", frames, 8)
+    decoded, fps = decode_frames((tmp_path / "a.mp4").read_bytes(), "video/mp4")
+    assert decoded.shape == frames.shape and fps == pytest.approx(8)
+    assert np.abs(decoded.astype(int) - frames).mean() < 3

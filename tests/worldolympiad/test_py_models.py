@@ -177,3 +177,11 @@ def test_help_and_the_unknown_kind_error_name_py_and_http(videos_suite, tmp_path
     assert _run("pyy:x.py:Mine", suite, tmp_path / "runs") == 2
     err = capsys.readouterr().err
     assert "Did you mean 'py'?" in err and "py:my_model.py:MyModel, http:URL" in err
+
+
+def test_a_class_from_a_file_runs_in_worker_processes(videos_suite, model_file, tmp_path):
+    """The class is loaded where the model is built, so a class no pickle can name still runs with --workers 2."""
+    suite, _ = videos_suite
+    out = tmp_path / "runs"
+    assert _run(f"py:{model_file}:Grey", suite, out, "--workers", "2", "--option", "model.level=153") == 0
+    assert _brightness(out) == pytest.approx([0.6] * 3, abs=0.01)
