@@ -164,24 +164,40 @@ class WorkProgress:
         self.finish(case_id, seed, track, seconds)
 
     # ---------------------------------------------------------------- estimates
-    def rate(self, kind: str) -> float:
-        """Seconds per frame of ``kind``: the prior, as one observation, averaged with this run's."""
+    def rate(self, kind: str, overdue: tuple[float, int, int] = (0.0, 0, 0)) -> float:
+        """Seconds per frame of ``kind``: the prior, as one observation, averaged with this run's
+        (``overdue``: running stages of ``kind`` already past their estimate, counted at their elapsed time)."""
         prior = self.priors.get(kind, DEFAULT_TRACK_PRIOR)
         s, f, n = self.observed.get(kind, (0.0, 0, 0))
+        s, f, n = s + overdue[0], f + overdue[1], n + overdue[2]
         if n == 0 or f == 0:
             return prior
         return (prior + n * (s / f)) / (1 + n)
 
-    def cost(self, st: _Stage) -> float:
-        return self.rate(st.kind) * st.frames
+    def rates(self) -> dict[str, float]:
+        """:meth:`rate` of every planned kind now. A stage running past its estimate is evidence that its
+        kind costs more (the first geometry row on a busy machine): it counts as an observation of its
+        elapsed time so far, so the ETA grows while the row runs instead of after it."""
+        now = self.clock()
+        overdue: dict[str, tuple[float, int, int]] = {}
+        for st in self.stages.values():
+            if st.done or st.started is None:
+                continue
+            took = now - st.started
+            if took > self.rate(st.kind) * st.frames:
+                s, f, n = overdue.get(st.kind, (0.0, 0, 0))
+                overdue[st.kind] = (s + took, f + st.frames, n + 1)
+        return {k: self.rate(k, overdue.get(k, (0.0, 0, 0))) for k in {st.kind for st in self.stages.values()}}
 
     @_locked
     def work(self) -> tuple[float, float]:
-        """``(done, total)`` estimated seconds of work (running stages credited their elapsed time)."""
+        """``(done, total)`` estimated seconds of work (running stages credited their elapsed time, at
+        most :data:`RUNNING_CREDIT` of their estimate)."""
         now = self.clock()
+        rates = self.rates()
         done = total = 0.0
         for st in self.stages.values():
-            c = self.cost(st)
+            c = rates[st.kind] * st.frames
             total += c
             if st.done:
                 done += c

@@ -157,3 +157,23 @@ def test_a_geometry_row_prints_no_glog_line_on_the_terminal(tmp_path, capfd):
     for marker in GLOG_MARKERS:
         assert marker not in err and marker not in out, [ln for ln in err.splitlines() if marker in ln][:3]
     assert "reference on smoke" in err  # the progress line still reaches the terminal
+
+
+def test_a_row_running_past_its_estimate_raises_the_estimate_of_rows_like_it():
+    """A busy machine: geometry takes 60 s where the prior says ~10 s. While the first geometry row
+    runs, the second one (not started) is estimated from the first's elapsed time, so the ETA is
+    within 1.5x of the truth before either finishes (the prior alone gives ~1.6x too much)."""
+    clock = FakeClock()
+    p = WorkProgress(clock=clock)
+    p.plan("a", 0, FRAMES, "generate", ["geometry"])
+    p.plan("b", 0, FRAMES, "generate", ["geometry"])
+    for i in range(8):
+        p.plan(f"c{i}", 0, FRAMES, "generate", ["physics"])
+    p.start("a", 0, "video")
+    clock.t += 0.3
+    p.finish("a", 0, "video", 0.3, kind="generate")
+    p.start("a", 0, "geometry")
+    clock.t += 60.0  # a's geometry is about to finish
+    true_left = 0.3 + 60.0 + 8 * (TRUE_COST["video"] + TRUE_COST["physics"])
+    eta = p.eta()
+    assert eta is not None and true_left / 1.5 <= eta <= true_left * 1.5, (eta, true_left)
