@@ -225,11 +225,36 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.gpu:
+        return _cmd_gpu_round(args)
+    if args.dry:
+        raise ValueError("--dry goes with --gpu (the GPU round's CPU check): inferix bench --gpu --dry")
     from inferix.profiling import run_bench
 
-    results = run_bench(quick=args.quick, device=args.device)
+    results = run_bench(quick=args.quick, device=args.device or "cpu")
     print(json.dumps(results, indent=2))
     return 0
+
+
+def _cmd_gpu_round(args: argparse.Namespace) -> int:
+    """``inferix bench --gpu``: the engine's GPU round (``inferix.gpu_round``); exit 1 if a stage failed."""
+    from inferix.gpu_round import RoundSettings, default_out, run_gpu_round
+
+    changes: dict[str, Any] = {}
+    if args.device:
+        changes["device"] = args.device
+    if args.budget_s is not None:
+        changes["budget_s"] = args.budget_s
+    if args.seconds is not None:
+        changes["video_seconds"] = args.seconds
+    if args.no_tests:
+        changes["gpu_tests"] = ()
+    settings = RoundSettings.dry(**changes) if args.dry else RoundSettings(**changes)
+    out = Path(args.out) if args.out else default_out(args.dry)
+    record = run_gpu_round(settings, out, dry=args.dry)
+    print(json.dumps(record["summary"], indent=2, default=str))
+    print(f"wrote {out}")
+    return 1 if any(st["status"] == "failed" for st in record["stages"].values()) else 0
 
 
 def _examples(*lines: str) -> dict[str, Any]:
@@ -274,11 +299,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--out", default="inferix_profile.json")
 
-    b = sub.add_parser("bench", help="latency / cache / batching / FLOP-utilisation benchmarks",
+    b = sub.add_parser("bench", help="latency / cache / batching / FLOP-utilisation benchmarks; --gpu: the "
+                                     "engine's GPU round at Wan2.1-1.3B size (one JSON)",
                        **_examples('inferix bench --quick',
-                                   'inferix bench --device cuda'))
+                                   'inferix bench --device cuda',
+                                   'inferix bench --gpu    # one H100/H200, <= 8 min: bench/records/engine_gpu_<date>.json',
+                                   'inferix bench --gpu --dry --out /tmp/dry.json    # the same round, tiny, on CPU'))
     b.add_argument("--quick", action="store_true", help="small sizes (seconds, not minutes)")
-    b.add_argument("--device", default="cpu")
+    b.add_argument("--device", default=None, help="default: cpu; with --gpu: cuda (--dry: cpu)")
+    b.add_argument("--gpu", action="store_true",
+                   help="the engine's GPU round: random-init Wan2.1-1.3B + the full Wan VAE at 832x480, 4 steps; "
+                        "FPS with decode, first block, per-block latency, memory, DiT/cache/VAE split, 1/2/4 "
+                        "sessions, the gpu-marked tests (inferix/gpu_round.py)")
+    b.add_argument("--dry", action="store_true", help="with --gpu: the same stages at tiny size on CPU (seconds)")
+    b.add_argument("--out", default=None,
+                   help="with --gpu: the JSON (default: bench/records/engine_gpu_<date>.json; --dry: bench/_out/)")
+    b.add_argument("--budget-s", type=float, default=None, help="with --gpu: the round's wall-clock budget (420)")
+    b.add_argument("--seconds", type=float, default=None,
+                   help="with --gpu: video length of the single-session stage (60; --dry: 3)")
+    b.add_argument("--no-tests", action="store_true", help="with --gpu: skip the gpu-marked tests stage")
 
     return parser
 

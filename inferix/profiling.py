@@ -71,6 +71,7 @@ class Profile:
     peak_memory_bytes: int = 0
     kv_bytes_peak: int = 0
     fps_includes_decode: bool = True
+    stopped_early: str | None = None  # why fewer blocks than asked were profiled (a deadline)
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)
@@ -111,8 +112,13 @@ class Profile:
 
 
 def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0, action: Any = None,
-                    model_name: str = "model", frames_per_latent: int = 1) -> Profile:
-    """Generate one session of ``num_blocks`` blocks on ``engine`` and profile every block."""
+                    model_name: str = "model", frames_per_latent: int = 1, deadline: float | None = None) -> Profile:
+    """Generate one session of ``num_blocks`` blocks on ``engine`` and profile every block.
+
+    Args:
+        deadline: a ``time.perf_counter()`` value; no block starts after it (the session is
+            cancelled and :attr:`Profile.stopped_early` says so). FPS then covers the blocks done.
+    """
     cfg = engine.config
     reset_peak_memory(cfg.device)
     prof = Profile(model_name, cfg.device, _policy_text(cfg.policy), tuple(cfg.latent_hw), cfg.block_frames,
@@ -120,7 +126,8 @@ def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0,
     start = time.perf_counter()
     frames = 0
     _sync(cfg.device)
-    for out in engine.stream(prompt, num_blocks=num_blocks, seed=seed, action=action):
+    blocks = engine.stream(prompt, num_blocks=num_blocks, seed=seed, action=action)
+    for out in blocks:
         _sync(cfg.device)
         now = time.perf_counter() - start
         kv = out.kv_bytes
@@ -131,6 +138,10 @@ def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0,
         if prof.time_to_first_frame_s is None:
             prof.time_to_first_frame_s = now
         prof.kv_bytes_peak = max(prof.kv_bytes_peak, kv)
+        if deadline is not None and len(prof.blocks) < num_blocks and time.perf_counter() > deadline:
+            prof.stopped_early = f"time budget: {len(prof.blocks)} of {num_blocks} blocks done"
+            blocks.close()  # cancels the session, frees its KV blocks
+            break
     prof.total_s = time.perf_counter() - start
     prof.fps = frames / prof.total_s if prof.total_s > 0 else 0.0
     prof.peak_memory_bytes = peak_memory_bytes(cfg.device)
@@ -202,7 +213,9 @@ class _NullCodec:
 
 
 def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str, steps: int = 4,
-                max_batch: int = 1, max_sessions: int = 1, max_frames: int = 96) -> Any:
+                max_batch: int = 1, max_sessions: int = 1, max_frames: int = 96, codec: Any = None) -> Any:
+    """An engine over ``model`` with random prompt embeddings (seeded by the prompt's length) and
+    ``codec`` (default: none, decoding excluded)."""
     import torch
 
     from inferix.engine import Engine, EngineConfig
@@ -218,7 +231,7 @@ def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=3, timesteps=tuple(timesteps("self_forcing"))[:steps],
                        policy=CachePolicy.parse(policy), max_batch=max_batch, max_sessions=max_sessions,
                        max_frames=max_frames, device=device)
-    return Engine(model, _NullCodec(), text, cfg)
+    return Engine(model, _NullCodec() if codec is None else codec, text, cfg)
 
 
 def _block_times(engine: Any, num_blocks: int, prompt: str = "bench") -> list[float]:

@@ -1,0 +1,115 @@
+"""The engine's GPU round (``inferix bench --gpu``, issue 60 item 1) on CPU: the dry run walks every
+stage at tiny size and writes a complete JSON; budgets and failures still leave a JSON with reasons."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from inferix.gpu_round import STAGES, RoundSettings, run_gpu_round
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Top-level modules the device image lacks (KINDS.md's package list): the round must not import them,
+# or the GPU session loses its minutes to an ImportError. diffusers travels as a wheel.
+NOT_ON_DEVICE = {"av", "jsonschema", "gradio", "fastapi", "uvicorn", "mujoco", "pycolmap", "gsplat", "ale_py",
+                 "pybullet", "worldolympiad", "tracks", "scenarios", "leaderboard", "reference_world_lab"}
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    """``inferix bench --gpu --dry --out TMP.json`` in a fresh process; also lists what it imported."""
+    out = tmp_path_factory.mktemp("round") / "round.json"
+    code = ("import json, sys; from inferix.cli import main; rc = main(sys.argv[1:]); "
+            "print('MODULES', json.dumps(sorted({m.split('.')[0] for m in sys.modules}))); sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, "bench", "--gpu", "--dry", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    modules = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("MODULES")).split(" ", 1)[1])
+    return json.loads(out.read_text()), set(modules), proc.stdout
+
+
+def test_dry_round_writes_every_field(dry_run):
+    r, _, stdout = dry_run
+    assert r["schema"] == "inferix.engine_gpu_round/1" and r["dry"] is True and r["complete"] is True
+    assert {k: v["status"] for k, v in r["stages"].items()} == dict.fromkeys(STAGES, "ok")
+    assert all(v["seconds"] >= 0 and "reason" not in v for v in r["stages"].values())
+    env = r["environment"]
+    assert env["device"] == "cpu" and env["device_name"] == "cpu"
+    assert env["torch"] == torch.__version__ and "cuda" in env and env["diffusers"]
+    st = r["settings"]
+    assert st["steps"] == 4 and st["block_frames"] == 3 and len(st["timesteps"]) == 4 and st["model"] == "tiny"
+
+    setup = r["stages"]["setup"]
+    assert setup["dit_parameters"] > 0 and setup["vae_parameters"] > 0 and setup["latent_hw"] == [8, 8]
+    assert setup["pixel_frames_per_block"] == {"first": 9, "later": 12}
+
+    one = r["stages"]["single_session"]
+    assert one["fps_including_decode"] > 0 and one["time_to_first_block_s"] > 0
+    assert one["blocks_done"] == one["blocks_planned"] == 5  # 3 s x 16 FPS = 48 frames: 9 + 4 x 12 = 57
+    assert len(one["per_block"]) == 5 and one["frames"] == 57 and one["video_seconds_done"] == 57 / 16
+    assert [b["index"] for b in one["per_block"]] == list(range(5))
+    assert all(b["latency_s"] > 0 and b["vae_decode_s"] > 0 and b["dit_denoise_s"] > 0 for b in one["per_block"])
+    assert 0.9 * one["total_s"] <= sum(b["latency_s"] for b in one["per_block"]) <= one["total_s"]
+    split = one["time_split_s"]
+    assert set(split) == {"dit_denoise_s", "cache_commit_s", "vae_decode_s", "other_s"}
+    assert all(split[k] > 0 for k in ("dit_denoise_s", "cache_commit_s", "vae_decode_s"))
+    assert sum(split.values()) == pytest.approx(one["total_s"])
+    assert one["peak_memory_bytes"] > 0 and one["kv_bytes_peak"] > 0 and one["policy"].startswith("rolling:18")
+
+    runs = r["stages"]["sessions"]["runs"]
+    assert sorted(runs, key=int) == ["1", "2", "4"]
+    for n, run in runs.items():
+        assert run["status"] == "ok" and run["sessions"] == int(n)
+        assert run["blocks_done"] == [2] * int(n) and run["frames"] == 21 * int(n)
+        assert run["throughput_fps"] > 0 and run["fps_per_session"] > 0 and run["peak_memory_bytes"] > 0
+        assert len(run["first_block_s"]) == int(n) and all(t > 0 for t in run["first_block_s"])
+    assert runs["1"]["throughput_vs_one_session"] == 1.0
+
+    tests = r["stages"]["gpu_tests"]  # the gpu-marked tests skip themselves without CUDA
+    assert tests["tests"] == tests["skipped"] >= 2 and tests["failed"] == tests["errors"] == 0
+
+    s = r["summary"]
+    assert s["device_name"] == "cpu" and s["fps_including_decode"] == one["fps_including_decode"]
+    assert s["time_to_first_block_s"] > 0 and s["peak_memory_bytes"] > 0
+    assert set(s["sessions_throughput_fps"]) == {"1", "2", "4"} and s["stages"]["gpu_tests"] == "ok"
+    assert '"fps_including_decode"' in stdout
+
+
+def test_dry_round_needs_nothing_the_device_lacks(dry_run):
+    _, modules, _ = dry_run
+    assert not modules & NOT_ON_DEVICE, sorted(modules & NOT_ON_DEVICE)
+
+
+def test_budgets_cut_stages_and_say_why(tmp_path):
+    # a zero budget: the single session stops after its first block, the sessions stage runs none
+    budgets = dict.fromkeys(STAGES, 60.0) | {"single_session": 0.0, "sessions": 0.0}
+    out = tmp_path / "r.json"
+    r = run_gpu_round(RoundSettings.dry(stage_budget_s=budgets, gpu_tests=()), out, dry=True)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(r, default=str))
+    one = r["stages"]["single_session"]
+    assert one["status"] == "partial" and one["blocks_done"] == 1 and "1 of 5 blocks" in one["reason"]
+    assert one["fps_including_decode"] > 0 and len(one["per_block"]) == 1
+    ses = r["stages"]["sessions"]
+    assert ses["status"] == "partial" and all(v["status"] == "skipped" for v in ses["runs"].values())
+    tests = r["stages"]["gpu_tests"]
+    assert (tests["status"], tests["reason"]) == ("skipped", "no test files given")
+    assert r["complete"] is False
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA path")
+def test_without_cuda_the_round_still_writes_its_json(tmp_path):
+    out = tmp_path / "r.json"
+    rc = subprocess.run([sys.executable, "-m", "inferix.cli", "bench", "--gpu", "--no-tests", "--out", str(out)],
+                        capture_output=True, text=True, cwd=REPO, timeout=120).returncode
+    r = json.loads(out.read_text())
+    assert rc == 1 and r["complete"] is False and r["environment"]["device"] == "cuda"
+    assert r["stages"]["setup"]["status"] == "failed" and "no CUDA device" in r["stages"]["setup"]["reason"]
+    for name in ("warmup", "single_session", "sessions"):
+        assert r["stages"][name]["status"] == "skipped" and "did not finish" in r["stages"][name]["reason"]
+    assert r["summary"]["fps_including_decode"] is None
