@@ -8,6 +8,7 @@ finished row; ~1,700 glog lines of pycolmap went to the terminal.
 from __future__ import annotations
 
 import io
+import json
 import os
 
 import pytest
@@ -145,19 +146,25 @@ def test_native_output_goes_to_the_log_file_and_the_terminal_is_restored(tmp_pat
 
 
 def test_a_geometry_row_prints_no_glog_line_on_the_terminal(tmp_path, capfd):
+    """``evaluate-model`` scoring a geometry row (pycolmap, in this process): glog's lines go to run.log."""
     pytest.importorskip("pycolmap")
-    opts = {"geometry.max_frames": 8, "geometry.splat_iterations": 5, "geometry.sfm_cross_check": False}
-    spec = make_run_spec("reference", "smoke", ["geometry"], options=opts)
-    outcome = evaluate(spec, EvalConfig(out=tmp_path / "runs", limit=1, progress=True))
-    out, err = capfd.readouterr()
-    row = outcome.rows[0]
-    assert row.track == "geometry" and row.status != "not_applicable", row
-    log = (outcome.run_dir / RUN_LOG).read_text()
-    assert "feature_extraction.cc" in log or "global_mapper.cc" in log or "incremental" in log
-    for marker in GLOG_MARKERS:
-        assert marker not in err and marker not in out, [ln for ln in err.splitlines() if marker in ln][:3]
-    assert "reference on smoke" in err  # the progress line still reaches the terminal
+    from worldolympiad.cli.evaluate import main
 
+    code = main(["--model", "reference", "--suite", "smoke", "--tracks", "geometry", "--limit", "1",
+                 "--out", str(tmp_path / "runs"), "--no-report", "--no-baselines",
+                 "--option", "geometry.max_frames=8", "--option", "geometry.splat_iterations=5",
+                 "--option", "geometry.sfm_cross_check=false"])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name.startswith("reference__smoke")]
+    row = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+    assert row["track"] == "geometry" and row["status"] == "ok", row
+    log = (run_dir / RUN_LOG).read_text()
+    assert "feature_extraction.cc" in log and "==== geometry smoke-flythrough-room s0" in log
+    for marker in GLOG_MARKERS:
+        assert marker not in err and marker not in out, [ln for ln in (out + err).splitlines() if marker in ln][:3]
+    assert "reference on smoke" in err  # the progress line still reaches the terminal
+    assert f"third-party output (pycolmap/glog, MuJoCo, ...): {run_dir / RUN_LOG}" in out
 
 def test_a_row_running_past_its_estimate_raises_the_estimate_of_rows_like_it():
     """A busy machine: geometry takes 60 s where the prior says ~10 s. While the first geometry row

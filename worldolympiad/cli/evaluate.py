@@ -53,8 +53,10 @@ examples:
   evaluate-model --model reference --judge openai:http://localhost:8000/v1#qwen2.5-vl --option physics.judge_samples=3
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
-timings.jsonl and summary.json; rerunning the same command resumes it: finished rows are reused
-unless their inputs changed (a replaced video, an edited case, a video that now exists: every row
+timings.jsonl, summary.json and run.log (what pycolmap, MuJoCo and other native libraries print
+while videos are generated and scored; the terminal keeps the progress line, which weighs rows by
+their cost and names the running ones); rerunning the same command resumes it: finished rows are
+reused unless their inputs changed (a replaced video, an edited case, a video that now exists: every row
 records its input files' fingerprints), and failed rows are reused unless --retry-failed is given.
 A --model that cannot work (a misspelt kind, a missing folder, a hub id) exits 2 before any work.
 
@@ -219,6 +221,11 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
     for line in _judge_notes(outcome.summary):
         print(f"\n{line}")
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
+    from worldolympiad.rundir import RUN_LOG
+
+    run_log = outcome.run_dir / RUN_LOG
+    if run_log.is_file() and run_log.stat().st_size:
+        print(f"third-party output (pycolmap/glog, MuJoCo, ...): {run_log}")
     for line in _resume_notes(outcome):
         print(line)
     if args.report:
