@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import sys
@@ -300,9 +301,20 @@ class ProgressLine:
 
     def start(self) -> ProgressLine:
         if self.enabled:
+            if self.tty:
+                self._lift_log_lines()
             self._thread = threading.Thread(target=self._tick, name="progress", daemon=True)
             self._thread.start()
         return self
+
+    def _lift_log_lines(self) -> None:
+        """Log records printed to stderr while the line is drawn start on a cleared line (not after the
+        bar's text), and the bar is redrawn below them."""
+        self._lifted: list[tuple[logging.StreamHandler[Any], Any]] = []
+        for h in logging.getLogger().handlers:
+            if type(h) is logging.StreamHandler and h.stream is sys.stderr:
+                self._lifted.append((h, h.stream))
+                h.setStream(_AboveTheLine(self, h.stream))
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
@@ -331,7 +343,29 @@ class ProgressLine:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        for h, stream in getattr(self, "_lifted", []):
+            h.setStream(stream)
         self.draw(final=True)
         if self._owned is not None:
             with contextlib.suppress(OSError):
                 self._owned.close()
+
+
+class _AboveTheLine:
+    """A log handler's stream that clears the progress line before a record and redraws it after."""
+
+    def __init__(self, line: ProgressLine, stream: TextIO) -> None:
+        self.line, self.stream = line, stream
+
+    def write(self, text: str) -> int:
+        with self.line.lock:
+            with contextlib.suppress(OSError, ValueError):
+                self.line.stream.write("\r\x1b[2K")
+                self.line.stream.flush()
+            n = self.stream.write(text)
+        return n
+
+    def flush(self) -> None:
+        self.stream.flush()
+        if not self.line._stop.is_set():
+            self.line.draw()

@@ -184,3 +184,31 @@ def test_a_row_running_past_its_estimate_raises_the_estimate_of_rows_like_it():
     true_left = 0.3 + 60.0 + 8 * (TRUE_COST["video"] + TRUE_COST["physics"])
     eta = p.eta()
     assert eta is not None and true_left / 1.5 <= eta <= true_left * 1.5, (eta, true_left)
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_log_record_starts_on_a_cleared_line_and_the_bar_is_redrawn_below_it(capsys):
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        p = WorkProgress(clock=FakeClock())
+        p.plan("a", 0, 8, "generate", ["physics"])
+        term = _Tty()
+        line = ProgressLine(p, "m on s", stream=term, interval=3600).start()
+        logging.getLogger("worldolympiad.test").warning("stored video unreadable")
+        assert handler.stream is not sys.stderr
+        line.close()
+        assert handler.stream is sys.stderr
+    finally:
+        root.removeHandler(handler)
+    assert "stored video unreadable" in capsys.readouterr().err
+    drawn = term.getvalue()
+    assert drawn.count("\r\x1b[2K") >= 2 and drawn.rstrip().endswith("0/1 rows | 0:00<?")
