@@ -217,6 +217,8 @@ class WorkProgress:
         """Seconds left: remaining work / work done per second so far (``None`` before any work)."""
         done, total = self.work()
         elapsed = self.elapsed()
+        if done >= total:
+            return 0.0
         if done <= 0 or elapsed <= 0:
             return None
         return max(0.0, total - done) / (done / elapsed)
@@ -287,7 +289,7 @@ class ProgressLine:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_log = -1e18
+        self._last_log = progress.clock()  # off a terminal, the first line after log_interval (or the last)
 
     def _terminal(self) -> TextIO:
         try:
