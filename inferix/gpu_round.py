@@ -160,8 +160,9 @@ def default_out(dry: bool) -> Path:
     return Path(f"bench/records/engine_gpu_{datetime.now(timezone.utc):%Y-%m-%d}.json")
 
 
-class _InterruptedError(Exception):
-    """SIGTERM (``timeout`` around the round): stop the stage, write what finished."""
+class _InterruptedError(BaseException):
+    """SIGTERM (``timeout`` around the round): stop the stage, write what finished. A BaseException, so
+    the engine's per-session ``except Exception`` does not turn it into one failed session."""
 
 
 class _Round:
@@ -263,6 +264,9 @@ def run_gpu_round(settings: RoundSettings, out: str | Path, dry: bool = False) -
         _stage_gpu_tests(rnd)
     except _InterruptedError:
         logger.warning("SIGTERM: the round stops; the JSON holds what finished")
+        for st in rnd.record["stages"].values():
+            if st.get("reason") == "not reached":
+                st["reason"] = "not reached: SIGTERM stopped the round in an earlier stage"
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous)

@@ -4,8 +4,10 @@ stage at tiny size and writes a complete JSON; budgets and failures still leave 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,26 @@ def test_without_cuda_the_round_still_writes_its_json(tmp_path):
     for name in ("warmup", "single_session", "sessions"):
         assert r["stages"][name]["status"] == "skipped" and "did not finish" in r["stages"][name]["reason"]
     assert r["summary"]["fps_including_decode"] is None
+
+
+def test_sigterm_mid_stage_leaves_a_json_that_says_so(tmp_path):
+    # `timeout` around the round sends SIGTERM: the running stage and the rest say why they did not finish
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "inferix.cli", "bench", "--gpu", "--dry", "--seconds", "600",
+                             "--no-tests", "--out", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            time.sleep(0.1)
+            if out.exists() and json.loads(out.read_text())["stages"]["single_session"]["status"] == "running":
+                break
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 1
+    finally:
+        proc.kill()
+    r = json.loads(out.read_text())
+    assert r["stages"]["single_session"] == r["stages"]["single_session"] | {
+        "status": "failed", "reason": "stopped by SIGTERM (the round's outer time limit)"}
+    assert r["stages"]["sessions"]["reason"].startswith("not reached: SIGTERM")
+    assert r["finished_utc"] and r["complete"] is False and r["stages"]["setup"]["status"] == "ok"
