@@ -51,6 +51,8 @@ DEFAULT_TRACK_PRIOR = 0.02
 NEURAL_GENERATE_PRIOR = 1.0
 #: Models whose "generation" renders or reads a file (cheap).
 CHEAP_MODELS = ("videos", "reference", "repeat-first-frame", "perturbed", "file")
+#: On a terminal the line is redrawn at most this often (rows finishing by the hundred redraw once).
+MIN_REDRAW_S = 0.1
 #: A running stage is credited with its elapsed time, at most this fraction of its estimate (a stage
 #: that runs long does not push the bar to 100 %).
 RUNNING_CREDIT = 0.9
@@ -289,6 +291,7 @@ class ProgressLine:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._last_draw = -1e18
         self._last_log = progress.clock()  # off a terminal, the first line after log_interval (or the last)
 
     def _terminal(self) -> TextIO:
@@ -329,6 +332,10 @@ class ProgressLine:
         with self.lock:
             try:
                 if self.tty:
+                    now = time.monotonic()  # real time: redraws cost O(stages), at most 10 a second
+                    if not final and now - self._last_draw < MIN_REDRAW_S:
+                        return
+                    self._last_draw = now
                     width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
                     self.stream.write("\r\x1b[2K" + self.progress.line(self.desc, width) + ("\n" if final else ""))
                 else:
