@@ -196,9 +196,9 @@ class _Worker:
             except VideoError as e:
                 logger.warning("stored video %s unreadable (%s); generating again", stored, e)
                 stored.unlink(missing_ok=True)
-        model = self.model()
-        t0 = time.perf_counter()
         with native_output_to(self.env.run_dir / RUN_LOG, f"generate {case.id} s{seed}"):
+            model = self.model()  # built on first use: weight loading prints too (diffusers, torch)
+            t0 = time.perf_counter()
             video = model.generate(case, seed=seed)
         if not isinstance(video, Video):
             raise TypeError(f"{type(model).__name__}.generate returned {type(video).__name__}, expected a Video")

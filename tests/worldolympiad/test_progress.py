@@ -212,3 +212,39 @@ def test_a_log_record_starts_on_a_cleared_line_and_the_bar_is_redrawn_below_it(c
     assert "stored video unreadable" in capsys.readouterr().err
     drawn = term.getvalue()
     assert drawn.count("\r\x1b[2K") >= 2 and drawn.rstrip().endswith("0/1 rows | 0:00<?")
+
+
+NOISY = '''
+import os
+
+import numpy as np
+
+from worldolympiad.models.base import WorldModel
+from worldolympiad.types import Video
+
+
+class Noisy(WorldModel):
+    def __init__(self, cache_dir=None):
+        os.write(2, b"W0000 loading weights from C (model build)\\n")
+
+    def generate(self, case, seed=0):
+        os.write(1, b"MuJoCo-like banner on stdout (generate)\\n")
+        h, w = case.resolution
+        return Video(frames=np.full((case.num_frames, h, w, 3), 90, np.uint8), fps=case.fps)
+'''
+
+
+def test_what_a_model_prints_while_built_and_generating_goes_to_run_log(videos_suite, tmp_path, capfd):
+    from worldolympiad.cli.evaluate import main
+
+    suite, _ = videos_suite
+    model = tmp_path / "noisy_model.py"
+    model.write_text(NOISY)
+    code = main(["--model", f"py:{model}:Noisy", "--suite", str(suite), "--tracks", "counting",
+                 "--out", str(tmp_path / "runs"), "--no-report", "--workers", "1"])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    assert "loading weights" not in out + err and "banner" not in out + err
+    (log,) = (tmp_path / "runs").glob(f"*/{RUN_LOG}")
+    text = log.read_text()
+    assert text.count("loading weights") == 1 and text.count("banner") == 3 and "==== generate case0 s0" in text
