@@ -532,7 +532,7 @@ def _build_dit(s: RoundSettings, latent_channels: int) -> Any:
     with torch.random.fork_rng(devices=[] if s.device == "cpu" else None), torch.device(s.device):
         torch.manual_seed(s.seed)
         model = CausalWanModel(cfg)
-    return model.to_dtype(getattr(torch, s.dtype)).eval()
+    return model.to(s.device).to_dtype(getattr(torch, s.dtype)).eval()  # .to: any tensor made off the device
 
 
 def _environment(device: str) -> dict[str, Any]:
@@ -611,7 +611,8 @@ def _settings_json(s: RoundSettings) -> dict[str, Any]:
     d["dit_config"] = get_config(s.model).to_dict()
     d["weights"] = "random init from the configs under the seed (no downloads): timings only, frames are noise"
     d["text_encoder"] = "random embeddings shaped [1, text_len, text_dim] (umT5 runs once per prompt, not timed)"
-    d["clock"] = "wall seconds after a device sync"
+    d["clock"] = ("wall seconds after a device sync on CUDA (inferix.profiling.bench_clock, profile_session); "
+                  "on CPU (--dry) the warm-up and sessions stages count process CPU seconds")
     return d
 
 

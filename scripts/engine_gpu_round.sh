@@ -32,6 +32,11 @@ if [ "${1:-}" = "--prepare" ]; then
             -d "$WHEELS" "diffusers==$DIFFUSERS"
     fi
     ls -l "$WHEELS"
+    # what the device tool sends: tracked files, untracked files git does not ignore, and the carried wheels
+    tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    carried=$(find "$WHEELS" -type f -print0 | xargs -0 stat -c %s | awk '{s += $1} END {print s + 0}')
+    echo "working tree $((tree / 1048576)) MiB + carried $((carried / 1048576)) MiB of the 64 MiB the device tool takes"
+    [ $((tree + carried)) -le $((64 * 1048576)) ] || { echo "too large: carry less or untrack what the round does not need"; exit 1; }
     echo 'then: run(command="bash scripts/engine_gpu_round.sh", carry=[".whl-engine"], timeout_s=540)'
     exit 0
 fi
