@@ -62,7 +62,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from inferix.profiling import _engine_for, _sync, bench_clock, peak_memory_bytes, profile_session, reset_peak_memory
+from inferix.profiling import (
+    Profile,
+    _engine_for,
+    _sync,
+    bench_clock,
+    peak_memory_bytes,
+    profile_session,
+    reset_peak_memory,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -350,46 +358,59 @@ def _stage_single_session(rnd: _Round) -> None:
         engine = rnd.state.pop("engine")
         codec = rnd.state["codec"]
         want = s.blocks_for(s.video_seconds, codec.num_pixel_frames)
-        prof = profile_session(engine, "a timed minute of video", want, seed=s.seed, model_name=s.model,
-                               deadline=rec["_deadline"])
-        blocks = prof.blocks
-        latencies, prev = [], 0.0
-        for b in blocks:
-            latencies.append(b.wall_s - prev)
-            prev = b.wall_s
-        frames = sum(b.frames for b in blocks)
-        split = {"dit_denoise_s": sum(b.denoise_s for b in blocks),
-                 "cache_commit_s": sum(b.cache_update_s for b in blocks),
-                 "vae_decode_s": sum(b.decode_s for b in blocks)}
-        split["other_s"] = prof.total_s - sum(split.values())
-        first = blocks[0] if blocks else None
-        rec.update(
-            blocks_planned=want,
-            blocks_done=len(blocks),
-            video_seconds_done=frames / s.fps,
-            frames=frames,
-            total_s=prof.total_s,
-            fps_including_decode=prof.fps,
-            steady_fps_including_decode=((frames - first.frames) / (prof.total_s - latencies[0])
-                                         if first and len(blocks) > 1 else None),
-            time_to_first_block_s=prof.time_to_first_frame_s,
-            realtime_factor=prof.fps / s.fps,
-            per_block=[{"index": b.index, "frames": b.frames, "latency_s": lat, "dit_denoise_s": b.denoise_s,
-                        "cache_commit_s": b.cache_update_s, "vae_decode_s": b.decode_s, "kv_bytes": b.kv_bytes}
-                       for b, lat in zip(blocks, latencies, strict=True)],
-            per_block_latency_s={"median": _median(latencies), "p90": _quantile(latencies, 0.9),
-                                 "max": max(latencies) if latencies else None},
-            time_split_s=split,
-            time_split_fraction={k: v / prof.total_s for k, v in split.items()} if prof.total_s > 0 else None,
-            time_split_note="dit_denoise: the DiT's denoising passes; cache_commit: its clean pass at t = 0 that "
-                            "writes the block's keys/values (plus the KV bookkeeping); vae_decode: streamed VAE "
-                            "decode, to uint8 and to the host; other: scheduling, noise, host work",
-            peak_memory_bytes=prof.peak_memory_bytes,
-            kv_bytes_peak=prof.kv_bytes_peak,
-            policy=prof.policy,
-        )
+        prof = Profile(s.model, s.device, "", (0, 0), 0, 0)
+        try:
+            profile_session(engine, "a timed minute of video", want, seed=s.seed, model_name=s.model,
+                            deadline=rec["_deadline"], into=prof)
+        except _InterruptedError:
+            if prof.blocks:  # keep what finished before SIGTERM
+                prof.fps = sum(b.frames for b in prof.blocks) / prof.total_s
+                prof.peak_memory_bytes = peak_memory_bytes(s.device)
+                rec.update(_session_results(s, prof, want))
+            raise
+        rec.update(_session_results(s, prof, want))
         if prof.stopped_early:
             rec.update(status="partial", reason=prof.stopped_early)
+
+
+def _session_results(s: RoundSettings, prof: Profile, want: int) -> dict[str, Any]:
+    """The single-session stage's numbers from a (possibly partial) profile."""
+    blocks = prof.blocks
+    latencies, prev = [], 0.0
+    for b in blocks:
+        latencies.append(b.wall_s - prev)
+        prev = b.wall_s
+    frames = sum(b.frames for b in blocks)
+    split = {"dit_denoise_s": sum(b.denoise_s for b in blocks),
+             "cache_commit_s": sum(b.cache_update_s for b in blocks),
+             "vae_decode_s": sum(b.decode_s for b in blocks)}
+    split["other_s"] = prof.total_s - sum(split.values())
+    first = blocks[0] if blocks else None
+    return dict(
+        blocks_planned=want,
+        blocks_done=len(blocks),
+        video_seconds_done=frames / s.fps,
+        frames=frames,
+        total_s=prof.total_s,
+        fps_including_decode=prof.fps,
+        steady_fps_including_decode=((frames - first.frames) / (prof.total_s - latencies[0])
+                                     if first and len(blocks) > 1 else None),
+        time_to_first_block_s=prof.time_to_first_frame_s,
+        realtime_factor=prof.fps / s.fps,
+        per_block=[{"index": b.index, "frames": b.frames, "latency_s": lat, "dit_denoise_s": b.denoise_s,
+                    "cache_commit_s": b.cache_update_s, "vae_decode_s": b.decode_s, "kv_bytes": b.kv_bytes}
+                   for b, lat in zip(blocks, latencies, strict=True)],
+        per_block_latency_s={"median": _median(latencies), "p90": _quantile(latencies, 0.9),
+                             "max": max(latencies) if latencies else None},
+        time_split_s=split,
+        time_split_fraction={k: v / prof.total_s for k, v in split.items()} if prof.total_s > 0 else None,
+        time_split_note="dit_denoise: the DiT's denoising passes; cache_commit: its clean pass at t = 0 that "
+                        "writes the block's keys/values (plus the KV bookkeeping); vae_decode: streamed VAE "
+                        "decode, to uint8 and to the host; other: scheduling, noise, host work",
+        peak_memory_bytes=prof.peak_memory_bytes,
+        kv_bytes_peak=prof.kv_bytes_peak,
+        policy=prof.policy,
+    )
 
 
 def _stage_sessions(rnd: _Round) -> None:

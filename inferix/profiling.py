@@ -112,17 +112,20 @@ class Profile:
 
 
 def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0, action: Any = None,
-                    model_name: str = "model", frames_per_latent: int = 1, deadline: float | None = None) -> Profile:
+                    model_name: str = "model", frames_per_latent: int = 1, deadline: float | None = None,
+                    into: Profile | None = None) -> Profile:
     """Generate one session of ``num_blocks`` blocks on ``engine`` and profile every block.
 
     Args:
         deadline: a ``time.perf_counter()`` value; no block starts after it (the session is
             cancelled and :attr:`Profile.stopped_early` says so). FPS then covers the blocks done.
+        into: a :class:`Profile` to fill (its blocks so far survive an exception that stops the run).
     """
     cfg = engine.config
     reset_peak_memory(cfg.device)
-    prof = Profile(model_name, cfg.device, _policy_text(cfg.policy), tuple(cfg.latent_hw), cfg.block_frames,
-                   len(cfg.timesteps))
+    prof = into or Profile(model_name, cfg.device, "", (0, 0), 0, 0)
+    prof.model, prof.device, prof.policy = model_name, cfg.device, _policy_text(cfg.policy)
+    prof.latent_hw, prof.block_frames, prof.steps = tuple(cfg.latent_hw), cfg.block_frames, len(cfg.timesteps)
     start = time.perf_counter()
     frames = 0
     _sync(cfg.device)
@@ -130,6 +133,7 @@ def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0,
     for out in blocks:
         _sync(cfg.device)
         now = time.perf_counter() - start
+        prof.total_s = now
         kv = out.kv_bytes
         n = int(out.frames.shape[0])
         frames += n
