@@ -523,9 +523,14 @@ def _stage_gpu_tests(rnd: _Round) -> None:
 
 def _build_codec(s: RoundSettings) -> Any:
     import torch
-    from diffusers import AutoencoderKLWan
 
     from inferix.models.vae import WanVAECodec
+
+    try:
+        from diffusers import AutoencoderKLWan
+    except ImportError as e:
+        raise RuntimeError(f"the Wan VAE needs diffusers ({e}); on the device machine carry its wheel: here "
+                           "`bash scripts/engine_gpu_round.sh --prepare`, then run(..., carry=['.whl-engine'])") from e
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(s.seed)
