@@ -16,8 +16,14 @@ numbers are timings and the frames are noise):
 * 832x480 pixels (60x104 latents, 1,560 tokens a latent frame), 4 steps (Self-Forcing's warped
   [1000, 750, 500, 250]), blocks of 3 latent frames (12 pixel frames; 9 for the first), Wan's 16 FPS.
 
-Stages, each under its own time budget inside the round's (``budget_s``), the JSON rewritten after
-each (a stage that is running when the process dies stays marked ``running`` with that reason)::
+Random weights cost what trained ones cost: the timings hold for a trained checkpoint of the same
+architecture. KV policy ``rolling:18`` (each block attends over 21 latent frames, Self-Forcing's
+training context).
+
+Stages, each under its own time budget (default: setup 90 s, warm-up 60, single session 160, sessions
+150, tests 90) cut by the round's (``budget_s``, 420 s), the JSON rewritten before and after each. A
+SIGTERM (the script's ``timeout``) fails the running stage with that reason and keeps the blocks
+already timed; a process killed outright leaves that stage marked ``running``::
 
     setup           build the DiT and the VAE on the device
     warmup          one session of a few blocks through the engine (untimed: kernels, allocator)
