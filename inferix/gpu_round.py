@@ -73,6 +73,7 @@ from inferix.profiling import (
     _engine_for,
     _sync,
     bench_clock,
+    dit_forward_flops,
     peak_memory_bytes,
     profile_session,
     reset_peak_memory,
@@ -372,16 +373,33 @@ def _stage_single_session(rnd: _Round) -> None:
             if prof.blocks:  # keep what finished before SIGTERM
                 prof.fps = sum(b.frames for b in prof.blocks) / prof.total_s
                 prof.peak_memory_bytes = peak_memory_bytes(s.device)
-                rec.update(_session_results(s, prof, want))
+                rec.update(_session_results(s, prof, want, _block_flops(rnd)))
             raise
-        rec.update(_session_results(s, prof, want))
+        rec.update(_session_results(s, prof, want, _block_flops(rnd)))
         if prof.stopped_early:
             rec.update(status="partial", reason=prof.stopped_early)
 
 
-def _session_results(s: RoundSettings, prof: Profile, want: int) -> dict[str, Any]:
+def _block_flops(rnd: _Round) -> Callable[[int], int]:
+    """DiT FLOPs of a session's block ``i`` (its denoising passes and its clean pass), which attends to
+    the frames the KV policy keeps."""
+    from inferix.kv_cache import CachePolicy
+
+    s, cfg, hw = rnd.s, rnd.state["model"].config, rnd.state["latent_hw"]
+    bound = CachePolicy.parse(s.policy).max_visible_frames()
+
+    def flops(i: int) -> int:
+        past = s.block_frames * i if bound is None else min(s.block_frames * i, bound)
+        return (s.steps + 1) * dit_forward_flops(cfg, hw, s.block_frames, past)
+
+    return flops
+
+
+def _session_results(s: RoundSettings, prof: Profile, want: int, block_flops: Callable[[int], int]) -> dict[str, Any]:
     """The single-session stage's numbers from a (possibly partial) profile."""
     blocks = prof.blocks
+    dit_s = sum(b.denoise_s + b.cache_update_s for b in blocks)
+    dit_flops = sum(block_flops(b.index) for b in blocks)
     latencies, prev = [], 0.0
     for b in blocks:
         latencies.append(b.wall_s - prev)
@@ -413,6 +431,11 @@ def _session_results(s: RoundSettings, prof: Profile, want: int) -> dict[str, An
         time_split_note="dit_denoise: the DiT's denoising passes; cache_commit: its clean pass at t = 0 that "
                         "writes the block's keys/values (plus the KV bookkeeping); vae_decode: streamed VAE "
                         "decode, to uint8 and to the host; other: scheduling, noise, host work",
+        dit_tflop=dit_flops / 1e12,
+        dit_tflop_per_block_steady=block_flops(10**6) / 1e12,
+        dit_tflops_per_s=dit_flops / dit_s / 1e12 if dit_s > 0 else None,
+        dit_flops_note="inferix.profiling.dit_forward_flops (matmuls + attention, as FlopCounterMode counts a "
+                       "forward) over every pass of the blocks done, divided by their DiT time (denoise + commit)",
         peak_memory_bytes=prof.peak_memory_bytes,
         kv_bytes_peak=prof.kv_bytes_peak,
         policy=prof.policy,
@@ -618,6 +641,7 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
         "video_seconds_done": one.get("video_seconds_done"),
         "peak_memory_bytes": max((v.get("peak_memory_bytes") or 0 for v in st.values()), default=0),
         "time_split_fraction": one.get("time_split_fraction"),
+        "dit_tflops_per_s": one.get("dit_tflops_per_s"),
         "sessions_throughput_fps": {k: r.get("throughput_fps") for k, r in runs.items()},
         "gpu_tests": {k: st["gpu_tests"].get(k) for k in ("passed", "failed", "errors", "skipped")},
         "stages": {k: v["status"] for k, v in st.items()},

@@ -314,6 +314,32 @@ def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str, 
     return {"sessions": sessions, "one_session_fps": one, "batched_fps": many, "throughput_ratio": many / one}
 
 
+def dit_forward_flops(cfg: Any, latent_hw: tuple[int, int], frames: int, cached_frames: int = 0,
+                      text_len: int | None = None) -> int:
+    """FLOPs of one DiT forward over ``frames`` latent frames that attend to ``cached_frames`` cached ones
+    too: every matmul (patch embedding, q/k/v/o, cross-attention q/o, FFN, head) and both attentions
+    (2 FLOPs a multiply-add). The text's cross-attention keys/values are computed once per prompt and not
+    counted; time-embedding MLPs are (negligible and) not counted. Equal to ``FlopCounterMode`` on a
+    meta-device forward (tests/inferix/test_gpu_round.py), which, unlike a CPU run, counts attention.
+
+    Args:
+        cfg: a ``WanConfig``.
+        latent_hw: latent height, width.
+        frames: latent frames in the forward (a block).
+        cached_frames: latent frames of KV cache the block attends to.
+        text_len: text tokens (default: ``cfg.text_len``).
+    """
+    pt, ph, pw = cfg.patch_size
+    s = (latent_hw[0] // ph) * (latent_hw[1] // pw)
+    q = (frames // pt) * s
+    k = q + (cached_frames // pt) * s
+    d, f = cfg.dim, cfg.ffn_dim
+    t = cfg.text_len if text_len is None else text_len
+    patch = pt * ph * pw
+    per_layer = 2 * q * d * d * 4 + 2 * q * d * d * 2 + 2 * q * d * f * 2 + 4 * q * k * d + 4 * q * t * d
+    return cfg.num_layers * per_layer + 2 * q * d * cfg.in_channels * patch + 2 * q * d * cfg.out_channels * patch
+
+
 def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: int = 5) -> dict[str, Any]:
     """Achieved FLOP/s of one DiT block forward (FLOPs counted by torch's FlopCounterMode) as a
     fraction of a plain matmul with the same FLOP count, both timed in this run."""

@@ -63,6 +63,7 @@ def test_dry_round_writes_every_field(dry_run):
     assert all(split[k] > 0 for k in ("dit_denoise_s", "cache_commit_s", "vae_decode_s"))
     assert sum(split.values()) == pytest.approx(one["total_s"])
     assert one["peak_memory_bytes"] > 0 and one["kv_bytes_peak"] > 0 and one["policy"].startswith("rolling:18")
+    assert one["dit_tflop"] > 0 and one["dit_tflops_per_s"] > 0 and one["dit_tflop_per_block_steady"] > 0
 
     runs = r["stages"]["sessions"]["runs"]
     assert sorted(runs, key=int) == ["1", "2", "4"]
@@ -140,3 +141,30 @@ def test_sigterm_mid_stage_leaves_a_json_that_says_so(tmp_path):
     assert one["blocks_done"] == len(one["per_block"]) >= 1 and one["fps_including_decode"] > 0
     assert r["stages"]["sessions"]["reason"].startswith("not reached: SIGTERM")
     assert r["finished_utc"] and r["complete"] is False and r["stages"]["setup"]["status"] == "ok"
+
+
+@pytest.mark.parametrize(("name", "hw"), [("wan2.1-1.3b", (60, 104)), ("tiny", (16, 16))])
+def test_dit_flops_equal_the_flop_counter_on_a_meta_forward_with_cache(name, hw):
+    # on the meta device SDPA decomposes into matmuls, so FlopCounterMode counts attention too
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from inferix.models.attention import ContiguousKVCache
+    from inferix.models.causal_wan import CausalWanModel
+    from inferix.models.configs import get_config
+    from inferix.profiling import dit_forward_flops
+
+    cfg = get_config(name)
+    with torch.device("meta"), torch.no_grad():
+        model = CausalWanModel(cfg).eval()
+        ctx = model.cross_attention_kv(torch.randn(1, cfg.text_len, cfg.text_dim))
+        x = torch.randn(1, cfg.in_channels, 3, *hw)
+        cache = ContiguousKVCache()
+        cache.set_commit(True)
+        for b in range(2):  # 6 frames cached
+            model(x, torch.tensor([0.0]), ctx, cache, torch.arange(3 * b, 3 * b + 3)[None])
+        cache.set_commit(False)
+        with FlopCounterMode(display=False) as counter:
+            model(x, torch.tensor([500.0]), ctx, cache, torch.arange(6, 9)[None])
+    want = dit_forward_flops(cfg, hw, 3, cached_frames=6)
+    assert counter.get_total_flops() == pytest.approx(want, rel=2e-3)
+    assert want > dit_forward_flops(cfg, hw, 3)  # the cache is counted
