@@ -119,8 +119,13 @@ def test_evaluate_model_with_a_bogus_option_exits_2_naming_the_valid_keys(tmp_pa
 def test_help_example_options_are_declared():
     import re
 
-    for key in re.findall(r"--option (\S+)=", ev.EPILOG):
-        assert key in declared_options("inferix:tiny"), key
+    for line in ev.EPILOG.splitlines():
+        model = re.search(r"--model (\S+)", line)
+        model_spec = model.group(1) if model else "inferix:tiny"
+        for key in re.findall(r"--option (\S+)=", line):
+            if key.startswith("model.") and not model_spec.startswith("inferix:"):
+                continue  # a user's class (py:pan.py) declares its own: test_readme_model.py runs it
+            assert key in declared_options("inferix:tiny"), key
 
 
 def test_ls_options_lists_every_declared_key_with_type_default_and_help(capsys):
