@@ -296,3 +296,23 @@ def test_a_consumed_body_is_judged_on_its_main_track_not_on_the_pieces_it_sheds(
     both = run_check("continuity", CheckInput([_track(1, "wood", log), _track(2, "wood", piece, 30.0)], frames, 12.0,
                                               "combustibility", objects=rigid))
     assert both.status == "fail", both
+
+
+def test_hardness_fails_when_the_soft_object_is_never_seen():
+    """smoke-material-hardness, seed 2: a random-weight video in which the clay never appears
+    passed hardness with 1.0 (its steel kept still, nothing else was followed); the reference's
+    clay is seen, so the rule is judged on it."""
+    T = 16
+    steel = np.tile([20.0, 40.0], (T, 1))
+    press = np.c_[np.full(T, 20.0), np.linspace(10.0, 30.0, T)]  # the load: the press comes down
+    objects = [{"name": "steel_block", "color": [150, 155, 165], "rigid": True},
+               {"name": "clay_block", "color": [190, 110, 70], "rigid": False},
+               {"name": "press", "color": [60, 60, 70], "rigid": True}]
+    frames = np.zeros((T, 64, 64, 3), np.uint8)
+    tracks = [_track(1, "steel_block", steel), _track(2, "press", press, 60.0)]
+    r = run_check("rigidity", CheckInput(tracks, frames, 12.0, "hardness", objects=objects))
+    assert r.status == "fail" and "clay_block" in r.reason and r.score == 0.0, r
+    clay = np.tile([44.0, 40.0], (T, 1))
+    seen = run_check("rigidity", CheckInput([*tracks, _track(3, "clay_block", clay)], frames, 12.0, "hardness",
+                                            objects=objects))
+    assert "never seen" not in seen.reason

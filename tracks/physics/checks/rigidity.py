@@ -14,7 +14,8 @@ not its shape, so area counts with twice the slack. A soft object under a compre
 rule must deform, in either, by more than that jitter.
 
 For ``compression`` and ``hardness`` the load must happen: when no followed object moves or
-deforms, nothing was pressed, and the rule fails (a still video shows no hardness).
+deforms, nothing was pressed, and the rule fails (a still video shows no hardness); and when the
+case declares a soft object, it must be seen (a video where it never appears shows no hardness).
 
 Score = exp(-(rigid excess + soft deficit) / 0.1).
 """
@@ -26,7 +27,7 @@ import numpy as np
 from tracks.physics.checks import CheckInput, CheckResult, area_tolerance, followed, not_applicable
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "4"
+VERSION = "5"
 NAME = "rigidity"
 #: name fragments that mark a soft, deformable object when the case does not say ``rigid``.
 SOFT_WORDS = ("clay", "dough", "sponge", "jelly", "foam", "putty", "cushion", "pillow", "marshmallow", "soft")
@@ -96,6 +97,7 @@ def _moves(tracks: list[ObjectTrack], name: str, H: int) -> float:
 
 def run(inp: CheckInput) -> CheckResult:
     names = followed(inp)
+    declared_soft = [str(o["name"]) for o in inp.objects if o.get("name") and is_soft(inp, str(o["name"]))]
     per, excess, deficit = {}, 0.0, 0.0
     load = False
     for n in names:
@@ -123,6 +125,13 @@ def run(inp: CheckInput) -> CheckResult:
     if not per:
         return not_applicable(NAME, "no followed object was in view (inside the frame) for 3 frames")
     problems = []
+    seen_soft = [n for n in declared_soft if sum(int(tr.visible.sum()) for tr in inp.tracks if tr.name == n) >= 3]
+    if inp.rule in LOAD_RULES and declared_soft and not seen_soft:
+        # the phenomenon is the soft body giving way: a video in which it is never seen shows no
+        # hardness, however still its rigid objects keep (a random-weight video passed on that)
+        return CheckResult(NAME, "fail", 0.0, {"objects": per},
+                           f"the soft object ({', '.join(declared_soft)}) is never seen, so nothing shows "
+                           f"how it gives way under load")
     if inp.rule in LOAD_RULES and not load:
         return CheckResult(NAME, "fail", 0.0, {"objects": per},
                            f"nothing is loaded: no object moves or deforms, so the video shows no {inp.rule}")
