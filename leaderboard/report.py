@@ -97,6 +97,34 @@ def _chance_note(metric: dict[str, Any]) -> str:
     return f" <span class='not_applicable'>(chance {_fmt(float(chance))})</span>" if chance is not None else ""
 
 
+def _warnings_section(results: list[dict[str, Any]], run_dir: Path) -> list[str]:
+    """Run-level errors (``summary.json``'s ``run_errors``: a judge outage) and each video's input
+    warnings (4:2:0, lossy, size, length, fps against its case; the rows' ``warnings``), which
+    weaken the evidence behind the scores below; empty when there are none."""
+    out: list[str] = []
+    summary_path = run_dir / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    except (OSError, ValueError):
+        summary = {}
+    run_errors = [str(e) for e in (summary.get("run_errors") or [])] if isinstance(summary, dict) else []
+    if run_errors:
+        out.append("<h2>Run errors</h2><ul>" + "".join(f"<li class='failed'>{html.escape(e)}</li>" for e in run_errors)
+                   + "</ul>")
+    seen: dict[tuple[str, int], list[str]] = {}
+    for r in results:
+        if r.get("warnings"):
+            seen.setdefault((str(r["case_id"]), int(r["seed"])), [str(w) for w in r["warnings"]])
+    if seen:
+        out.append(f"<h2>Input warnings</h2><p>{len(seen)} video(s) were scored with weaker evidence than the case "
+                   "allows; README \"Scoring your own videos\" says what to write.</p><table><tr><th>case</th>"
+                   "<th>seed</th><th>warnings</th></tr>")
+        out += [f"<tr><td>{html.escape(cid)}</td><td>{seed}</td><td>{'<br>'.join(html.escape(w) for w in ws)}</td></tr>"
+                for (cid, seed), ws in sorted(seen.items())]
+        out.append("</table>")
+    return out
+
+
 def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Schema | None = None) -> Path:
     """Write the HTML report of ``run_dir``; returns its path.
 
@@ -149,6 +177,8 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
     parts.append("</table>")
     if bar:
         parts.append(f"<p><img alt='bar plot' src='{bar}'> <img alt='radar plot' src='{radar}'></p>")
+
+    parts += _warnings_section(results, run_dir)
 
     parts.append("<h2>Cases</h2>")
     fmt = spec.get("video_format")

@@ -46,3 +46,22 @@ def test_report_shows_the_chance_level_next_to_a_metric_that_carries_one(tmp_pat
     other = result_row("m", "c1", 0, "interaction", 0.5)
     html = build_report(write_run(tmp_path, "m", [row, other])).read_text()
     assert html.count("(chance 0.250)") == 1  # only on the metric whose details carry it
+
+
+def test_report_shows_input_warnings_and_run_errors(tmp_path):
+    """Issue 59.3: mismatched fps, size or length are recorded on the row and shown in the report; a
+    judge outage (summary.json run_errors) is shown at the top, not only inside each row."""
+    import json
+
+    rows = [result_row("m", "c0", 0, "physics", 0.75), result_row("m", "c0", 0, "longvideo", 0.5),
+            result_row("m", "c1", 0, "physics", 0.25)]
+    for r in rows[:2]:
+        r["warnings"] = ["short: 10 of 24 frames <script>", "fps: 12 against the case's 24"]
+    run = write_run(tmp_path, "m", rows)
+    (run / "summary.json").write_text(json.dumps({"run_errors": ["judge openai:x: 0 of 6 requests answered"]}))
+    html = build_report(run).read_text()
+    assert "<h2>Input warnings</h2>" in html and "1 video(s)" in html  # one video, two rows
+    assert "10 of 24 frames &lt;script&gt;" in html and "<script>" not in html
+    assert "<h2>Run errors</h2>" in html and "0 of 6 requests answered" in html
+    clean = write_run(tmp_path / "clean", "m", [result_row("m", "c1", 0, "physics", 0.25)])
+    assert "Input warnings" not in build_report(clean).read_text()
