@@ -15,11 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from worldolympiad.judges.base import FieldRule
 from worldolympiad.types import Chunk
 
 logger = logging.getLogger(__name__)
 
 KEYS = ("score", "reason")
+#: the rubric's own answer schema: the judge checks it before an answer counts (a 7 on this 0-5
+#: scale gets the judge's correction request, then is no vote; the default schema allows 0-10)
+SCHEMA = {"score": FieldRule("number", 0.0, 5.0), "reason": FieldRule("string")}
 
 CHUNK_QUALITY = ("These frames come from one segment of a generated video. Rate its visual quality from 0 (broken, "
                  "unrecognisable) to 5 (sharp, artefact-free, realistic). Answer JSON {\"score\": 0-5, \"reason\": str}.")
@@ -41,7 +45,7 @@ def _sample(frames: np.ndarray, start: int, end: int, n: int) -> list[np.ndarray
 
 
 def _ask(judge: Any, prompt: str, images: list[np.ndarray], samples: int) -> float:
-    ans = judge.ask_json(prompt, images, keys=KEYS, samples=samples)
+    ans = judge.ask_json(prompt, images, keys=KEYS, samples=samples, schema=SCHEMA)
     scores = [float(a["score"]) for a in ans.answers]
     if not scores or not all(0.0 <= s <= 5.0 for s in scores):
         raise ValueError(f"judge scores {scores} are not in [0, 5]")

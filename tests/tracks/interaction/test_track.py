@@ -27,7 +27,7 @@ class FakeJudge(Judge):
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    def ask_json(self, prompt, images, *, keys, samples=1):
+    def ask_json(self, prompt, images, *, keys, samples=1, schema=None):
         self.prompts.append(prompt)
         assert all(im.dtype == np.uint8 and im.ndim == 3 for im in images)
         return JudgeAnswer([{"score": 1 if "transition" in prompt else 4, "reason": "ok"}] * samples)
@@ -223,3 +223,29 @@ def test_direction_accuracy_details_name_the_chance_level(synth, tmp_path):
                                       EvalContext(work_dir=tmp_path / "default"))
     acc = next(m for m in out.metrics if m.name == "direction_accuracy")
     assert acc.raw == 1.0 and acc.details["chance"] is None and "synonyms" in acc.details["chance_reason"]
+
+
+def test_the_rubric_checks_its_0_to_5_scale_through_the_judge(tmp_path):
+    """The judge's default schema allows scores 0-10; the rubric asks 0-5 and hands the judge its
+    own schema, so a 7 is a rejected answer (the correction request, then no vote) rather than a
+    value the rubric later throws away."""
+    import pytest
+
+    from tracks.interaction.rubric import _ask
+    from worldolympiad.judges import JudgeError
+    from worldolympiad.judges.base import CachedJudge
+
+    class Scripted(CachedJudge):
+        def __init__(self, answers):
+            super().__init__("scripted", retries=0)
+            self.answers = list(answers)
+
+        def _generate(self, prompt, images, *, sample, greedy):
+            return self.answers.pop(0)
+
+    img = [np.zeros((8, 8, 3), np.uint8)]
+    assert _ask(Scripted(['{"score": 4, "reason": "fine"}']), "rate", img, 1) == 4.0
+    judge = Scripted(['{"score": 7, "reason": "great"}', '{"score": 7, "reason": "still great"}'])
+    with pytest.raises(JudgeError):
+        _ask(judge, "rate", img, 1)
+    assert judge.calls == 2  # the answer and its one correction request
