@@ -209,6 +209,8 @@ def build_report(run_dir: str | Path, out: str | Path | None = None, schema: Sch
                 f"<td>{html.escape(str(m.get('status', 'ok')))}</td><td>{html.escape(str(m.get('reason') or ''))}</td></tr>"
                 for m in r.get("metrics") or [])
             errs = "".join(f"<div class='failed'>{html.escape(e)}</div>" for e in r.get("errors") or [])
+            if r.get("reason"):  # why a not-applicable row has no score
+                errs += f"<div class='not_applicable'>{html.escape(str(r['reason']))}</div>"
             details.append(
                 f"<details><summary>{html.escape(str(r['track']))} seed {r['seed']} — "
                 f"<span class='{html.escape(str(r.get('status', 'ok')))}'>{html.escape(str(r.get('status', 'ok')))}</span>"

@@ -409,7 +409,7 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
                 reason = _applicability(parent_tracks, track_classes, name, case)
                 if reason is not None:
                     immediate.append(TrackResult(case_id=case.id, model=spec.model, seed=seed, track=name, score=None,
-                                                 status="not_applicable", errors=[reason],
+                                                 status="not_applicable", reason=reason,
                                                  coverage={"reason": reason},
                                                  track_version=_version_of(track_classes, name),
                                                  scenario=case.scenario, suite=case.suite,
@@ -554,7 +554,7 @@ def score_video(
             continue
         reason = _applicability(parent, classes, name, case)
         if reason is not None:
-            rows.append(TrackResult(case.id, spec.model, seed, name, None, status="not_applicable", errors=[reason],
+            rows.append(TrackResult(case.id, spec.model, seed, name, None, status="not_applicable", reason=reason,
                                     coverage={"reason": reason}, track_version=_version_of(classes, name),
                                     scenario=case.scenario, suite=case.suite))
             continue

@@ -414,6 +414,8 @@ class TrackResult:
     # input recomputes it; and input checks (4:2:0, lossy, size, length, fps) that weaken its evidence
     inputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # why a ``not_applicable`` row has no score (not an error: ``errors`` is for ``failed`` rows)
+    reason: str = ""
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -441,6 +443,7 @@ class TrackResult:
             "artifacts": dict(self.artifacts),
             "timings": {k: round(float(v), 6) for k, v in self.timings.items()},
             "errors": list(self.errors),
+            **({"reason": self.reason} if self.reason else {}),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
             **({"inputs": _jsonable(self.inputs)} if self.inputs else {}),
         }
@@ -464,6 +467,7 @@ class TrackResult:
             suite=d.get("suite", ""),
             inputs=dict(d.get("inputs") or {}),
             warnings=list(d.get("warnings") or ()),
+            reason=str(d.get("reason") or ""),
         )
 
 
