@@ -30,11 +30,6 @@ PROGRAMS = {
 #: commands whose --help has no example yet, in packages another owner changes (strict: an example
 #: added there makes this test fail until the entry is removed)
 NO_EXAMPLE_YET = {
-    "worldolympiad lvbench": "tracks/longvideo/cli.py",
-    "worldolympiad leaderboard add": "leaderboard/cli.py (examples only on the parent)",
-    "worldolympiad leaderboard build": "leaderboard/cli.py (examples only on the parent)",
-    "worldolympiad leaderboard serve": "leaderboard/cli.py (examples only on the parent)",
-    "worldolympiad leaderboard rescore": "leaderboard/cli.py (examples only on the parent)",
 }
 
 #: examples cheap enough to run in the test (no model, no video, no network): prefixes
