@@ -28,6 +28,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from leaderboard.schema import Schema, load_schema
+from worldolympiad.validate import json_depth
 
 _NAME_OK = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9 _.:@/+\-#]*\Z")
 _METRIC_OK = re.compile(r"\A[A-Za-z0-9_.\-]{1,80}\Z")
@@ -306,22 +307,9 @@ def _spec_problems(spec: dict[str, Any], schema: Schema, limits: dict[str, Any])
     tracks = spec.get("tracks", [])
     if not isinstance(tracks, list) or not all(isinstance(t, str) for t in tracks):
         problems.append("run_spec.json 'tracks' must be a list of track names")
-    if _depth(spec) > limits["max_json_depth"]:
+    if json_depth(spec) > limits["max_json_depth"]:
         problems.append(f"run_spec.json is nested deeper than {limits['max_json_depth']} levels")
     return problems
-
-
-def _depth(x: Any) -> int:
-    """Nesting depth of a parsed JSON value, without recursion (a hostile value may be deep)."""
-    deepest, stack = 0, [(x, 1)]
-    while stack:
-        v, d = stack.pop()
-        deepest = max(deepest, d)
-        if isinstance(v, dict):
-            stack.extend((c, d + 1) for c in v.values())
-        elif isinstance(v, list):
-            stack.extend((c, d + 1) for c in v)
-    return deepest
 
 
 def _is_number(x: Any) -> bool:
@@ -334,7 +322,7 @@ def _row_problems(r: Any, schema: Schema, limits: dict[str, Any]) -> list[str]:
     problems = [f"missing field {k!r}" for k in ("case_id", "model", "seed", "track", "score") if k not in r]
     if problems:
         return problems
-    if _depth(r) > limits["max_json_depth"]:
+    if json_depth(r) > limits["max_json_depth"]:
         return [f"nested deeper than {limits['max_json_depth']} levels"]
     if (n := len(json.dumps(r))) > limits["max_row_bytes"]:
         return [f"the row is {n} bytes; the limit is {limits['max_row_bytes']} (keep large details out of results)"]

@@ -48,6 +48,22 @@ CASE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 ROTATION_TOLERANCE = 1e-3
 
 
+def json_depth(x: Any, stop_past: int | None = None) -> int:
+    """Nesting depth of a parsed JSON value, without recursion (a hostile value may be deep); with
+    ``stop_past``, the walk stops as soon as the depth exceeds it."""
+    deepest, stack = 0, [(x, 1)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if stop_past is not None and deepest > stop_past:
+            return deepest
+        if isinstance(v, dict):
+            stack.extend((c, d + 1) for c in v.values())
+        elif isinstance(v, list):
+            stack.extend((c, d + 1) for c in v)
+    return deepest
+
+
 def parse_json(text: str | bytes) -> Any:
     """``json.loads`` that turns nesting past :data:`MAX_JSON_DEPTH` (or past what Python's parser can
     recurse into) into a :class:`json.JSONDecodeError`, so every reader reports it as one line."""
@@ -56,17 +72,9 @@ def parse_json(text: str | bytes) -> Any:
     except RecursionError:
         raise json.JSONDecodeError(f"nested deeper than Python's JSON parser can read (the limit is "
                                    f"{MAX_JSON_DEPTH} levels); flatten the file", str(text)[:200], 0) from None
-    depth, stack = 0, [(d, 1)]
-    while stack:
-        node, level = stack.pop()
-        depth = max(depth, level)
-        if depth > MAX_JSON_DEPTH:
-            raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep; flatten the file",
-                                       str(text)[:200], 0)
-        if isinstance(node, dict):
-            stack.extend((v, level + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, level + 1) for v in node)
+    if json_depth(d, stop_past=MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise json.JSONDecodeError(f"nested more than {MAX_JSON_DEPTH} levels deep; flatten the file",
+                                   str(text)[:200], 0)
     return d
 
 
