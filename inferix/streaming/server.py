@@ -385,7 +385,9 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
                     raise
                 except Exception as e:  # noqa: BLE001 - reported to the client; the session goes on
                     text = str(e) if isinstance(e, (ValueError, KeyError)) else f"{type(e).__name__}: {e}"
-                    await websocket.send_json({"type": "error", "message": text})
+                    # through the sender's queue: it is the socket's one writer, so an error never
+                    # lands between a block's header and its bytes
+                    out_q.put_nowait(({"type": "error", "message": text}, None))
 
         sender = asyncio.create_task(pump_out())
         receiver = asyncio.create_task(pump_in())
