@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import difflib
 from pathlib import Path
-from typing import Any
 
 from leaderboard.store import DEFAULT_DB, Store
 from leaderboard.submission import SubmissionError
+from worldolympiad.cli import help_examples
 
 EPILOG = """examples:
   worldolympiad leaderboard add runs/reference__smoke__1a2b3c4d5e6f     # import a run (idempotent)
@@ -20,19 +20,13 @@ EPILOG = """examples:
 """
 
 
-def _examples(*lines: str) -> dict[str, Any]:
-    """``add_parser`` keywords that end a subcommand's ``--help`` with runnable examples."""
-    return {"epilog": "examples:\n" + "\n".join(f"  {x}" for x in lines),
-            "formatter_class": argparse.RawDescriptionHelpFormatter}
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="worldolympiad leaderboard", description="Maintain and serve the leaderboard.",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", default=str(DEFAULT_DB), help="SQLite store (default %(default)s)")
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("add", help="import run directories (idempotent)",
-                       **_examples("worldolympiad leaderboard add runs/*",
+                       **help_examples("worldolympiad leaderboard add runs/*",
                                    "worldolympiad leaderboard add runs/my-model__smoke__1a2b3c4d5e6f --name \"My model\"",
                                    "worldolympiad leaderboard add runs/theirs --self-reported"))
     a.add_argument("run_dirs", nargs="+")
@@ -41,21 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--verifies", metavar="UPLOAD_ID", default=None,
                    help="the run re-scored this upload's videos (see `rescore`): list it as verified")
     r = sub.add_parser("rescore", help="extract an upload's videos to re-score them here (then `add --verifies`)",
-                       **_examples("worldolympiad leaderboard rescore u1a2b3c4d5e6 --out rescore/u1a2b3c4d5e6",
+                       **help_examples("worldolympiad leaderboard rescore u1a2b3c4d5e6 --out rescore/u1a2b3c4d5e6",
                                    "evaluate-model --model videos:rescore/u1a2b3c4d5e6 --suite smoke --no-baselines",
                                    "worldolympiad leaderboard add runs/videos--rescore-u1a2b3c4d5e6__smoke__HASH "
                                    "--verifies u1a2b3c4d5e6"))
     r.add_argument("upload_id")
     r.add_argument("--out", required=True, help="folder for the videos (a `videos:` model folder)")
     b = sub.add_parser("build", help="print the leaderboard table; optionally export rows (.csv/.json/.parquet)",
-                       **_examples("worldolympiad leaderboard build", "worldolympiad leaderboard build --suite smoke",
+                       **help_examples("worldolympiad leaderboard build", "worldolympiad leaderboard build --suite smoke",
                                    "worldolympiad leaderboard build --self-reported --out uploads.csv"))
     b.add_argument("--scenario", default=None)
     b.add_argument("--suite", default="", help="the suite to rank (default: the one most models ran)")
     b.add_argument("--self-reported", action="store_true", help="show uploads instead of verified runs")
     b.add_argument("--out", default=None, help="export all rows to this file")
     s = sub.add_parser("serve", help="serve the Gradio site",
-                       **_examples("worldolympiad leaderboard serve    # http://127.0.0.1:7860",
+                       **help_examples("worldolympiad leaderboard serve    # http://127.0.0.1:7860",
                                    "worldolympiad leaderboard --db runs/leaderboard/leaderboard.sqlite serve --port 8080"))
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=7860)

@@ -16,9 +16,9 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
 
 from inferix.bundle import EXPERT_STARTS
+from worldolympiad.cli import help_examples
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -73,21 +73,15 @@ def cmd_actions(args: argparse.Namespace) -> int:
     return 0
 
 
-def _examples(*lines: str) -> dict[str, Any]:
-    """``add_parser`` keywords that end a command's ``--help`` with runnable examples."""
-    return {"epilog": "examples:\n" + "\n".join(f"  {x}" for x in lines),
-            "formatter_class": argparse.RawDescriptionHelpFormatter}
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reference-world-lab", description="The reference world model's lab: train it, add experts, grow its actions",
-        **_examples("reference-world-lab train --config reference_world_lab/configs/reference_world.yaml --steps 200",
+        **help_examples("reference-world-lab train --config reference_world_lab/configs/reference_world.yaml --steps 200",
                     "reference-world-lab expert inferix/weights/reference_world --name physics --export /tmp/expert"))
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a model from a recipe (checkpoints, --resume, eval samples, export)",
-                       **_examples("reference-world-lab train --config reference_world_lab/configs/reference_world.yaml --steps 200",
+                       **help_examples("reference-world-lab train --config reference_world_lab/configs/reference_world.yaml --steps 200",
                                    "reference-world-lab train --config reference_world_lab/configs/reference_world.yaml --resume"))
     t.add_argument("--config", required=True, help="recipe YAML (e.g. reference_world_lab/configs/reference_world.yaml); a recipe may name a base: recipe it changes")
     t.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in out_dir")
@@ -109,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "CONTENTS then use the expert, every other case the main DiT. With --export OUT, "
                                    "the other way: write BUNDLE's expert NAME as a plain bundle (the main DiT plus "
                                    "the stored difference), e.g. as the init_from of a stage that trains it further.",
-                       **_examples("reference-world-lab expert BUNDLE runs/physics/model --name physics "
+                       **help_examples("reference-world-lab expert BUNDLE runs/physics/model --name physics "
                                    "--contents mechanics,thermal --steps 200 --start anchor",
                                    "reference-world-lab expert inferix/weights/reference_world --name physics --export /tmp/expert",
                                    "reference-world-lab expert BUNDLE runs/melting/model --name melting "
@@ -133,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "difference to that expert's DiT, a smaller file at a lower --rank")
 
     a = sub.add_parser("actions", help="add action names to a bundle's vocabulary",
-                       **_examples("reference-world-lab actions inferix/weights/reference_world --add move_ee@down,move_ee@up "
+                       **help_examples("reference-world-lab actions inferix/weights/reference_world --add move_ee@down,move_ee@up "
                                    "--out /tmp/grown"),
                        description="Append action names to BUNDLE's vocabulary and grow the action table of its "
                                    "main DiT and of every expert by name: a new NAME@DIRECTION (move_ee@down: "

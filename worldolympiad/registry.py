@@ -142,6 +142,12 @@ class Registry(Generic[T]):
                 ) from e
         return entry.target  # type: ignore[no-any-return]
 
+    def target(self, name: str) -> str:
+        """``"module:attr"`` of the entry ``name``, without importing it (a loaded entry is named
+        by its object's module and qualified name)."""
+        t = self._entry(name).target
+        return t if isinstance(t, str) else f"{t.__module__}:{t.__qualname__}"
+
     def _entry(self, name: str) -> _Entry:
         self._load_plugins()
         if name not in self._entries:

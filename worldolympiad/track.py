@@ -128,12 +128,8 @@ class Track:
         """The option keys (without the ``<name>.`` prefix) this track reads, with type, default and help."""
         if cls.OPTIONS:
             return dict(cls.OPTIONS)
-        file = getattr(sys.modules.get(cls.__module__), "__file__", None)
-        if file and Path(file).with_name("track.yaml").is_file():
-            from worldolympiad.trackspec import load_track_spec
-
-            return dict(load_track_spec(Path(file).with_name("track.yaml")).option_specs)
-        return {}
+        spec = cls.spec()
+        return dict(spec.option_specs) if spec is not None else {}
 
     @classmethod
     def spec(cls) -> TrackSpec | None:

@@ -31,3 +31,11 @@ def tiny_model(tiny_config, diffusers_wan):
     model = CausalWanModel(tiny_config).eval()
     model.load_state_dict(diffusers_wan.state_dict())
     return model
+
+
+@pytest.fixture(scope="session")
+def cuda():
+    """The CUDA device; the test is skipped without one (the ``gpu`` marker deselects them anyway)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    return torch.device("cuda")

@@ -8,13 +8,6 @@ import torch
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    return torch.device("cuda")
-
-
 def test_cached_equals_recompute_on_cuda_fp32(cuda):
     from inferix.models import build_model
     from inferix.pipeline import generate_blocks

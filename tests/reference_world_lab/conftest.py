@@ -17,7 +17,7 @@ def _load(name: str, path: Path) -> ModuleType:
 
 # The tiny random-init models are the engine tests' (one definition, tests/inferix/conftest.py).
 _engine = _load("_inferix_test_fixtures", Path(__file__).resolve().parents[1] / "inferix" / "conftest.py")
-tiny_config, diffusers_wan, tiny_model = _engine.tiny_config, _engine.diffusers_wan, _engine.tiny_model
+tiny_config, diffusers_wan, tiny_model, cuda = _engine.tiny_config, _engine.diffusers_wan, _engine.tiny_model, _engine.cuda
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "reference_world_lab" / "bench"
 

@@ -84,13 +84,6 @@ def test_anchor_level_input_starts_with_no_effect_and_then_tells_levels_apart(ti
         is False
 
 
-@pytest.fixture(scope="module")
-def cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    return torch.device("cuda")
-
-
 @pytest.mark.gpu
 def test_training_noise_is_drawn_on_the_device_and_follows_the_cpu_generator(cuda):
     """The step's big noise draws happen on CUDA (no host-to-device copy of [B, C, F, h, w]), and two

@@ -31,10 +31,11 @@ CI_MODEL = "inferix:tiny"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from worldolympiad.cli import help_examples
+
     examples = [ln.strip() for ln in __doc__.split("Examples::")[1].split("\n\n")[1].splitlines() if ln.strip()]
     p = argparse.ArgumentParser(prog="worldolympiad lvbench", description=__doc__.split("\n\n")[0],
-                                epilog="examples:\n" + "\n".join(f"  {x}" for x in examples),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                **help_examples(*examples))
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", help="model SPEC that generates the videos (e.g. inferix:tiny)")
     src.add_argument("--videos", help="folder of pre-generated <id>.mp4 videos")

@@ -88,9 +88,7 @@ def _command(name: str) -> tuple[str, str]:
     registry (worldolympiad.registries): the lazy ``"module:function"`` string is read, not imported."""
     from worldolympiad.registries import COMMANDS
 
-    target = COMMANDS._entry(name).target
-    module_attr = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
-    return module_attr, str(COMMANDS.describe(name).get("provider", "another package"))
+    return COMMANDS.target(name), str(COMMANDS.describe(name).get("provider", "another package"))
 
 
 # command → ("module:function", package that provides it), as registered in COMMANDS
@@ -117,11 +115,7 @@ def _track_package(name: str) -> str | None:
     """The package holding a track's data files, found without importing the track class."""
     from worldolympiad.registries import TRACKS
 
-    entry = TRACKS._entry(name)  # the registry keeps the lazy "module:attr" target; read it, don't load it
-    target = entry.target
-    module = target.split(":", 1)[0] if isinstance(target, str) else (getattr(target, "__module__", "") or "")
-    if not module:
-        return None
+    module = TRACKS.target(name).split(":", 1)[0]  # the lazy "module:attr" target, read, not loaded
     import importlib.util
 
     try:
@@ -231,9 +225,7 @@ def _suite_counts_without_building(name: str) -> int | None:
 
     from worldolympiad.registries import SUITES
 
-    target = SUITES._entry(name).target  # the lazy "module:attr" string, read without loading it
-    if not isinstance(target, str):
-        return None
+    target = SUITES.target(name)  # the lazy "module:attr" string, read without loading it
     try:
         counts = getattr(importlib.import_module(target.split(":", 1)[0]), "suite_counts", None)
         result = counts() if callable(counts) else None

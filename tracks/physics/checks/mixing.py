@@ -116,16 +116,22 @@ def segment_distance(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
 MIXTURE_WORDS = ("mix", "blend", "solution", "tint", "green")
 
 
-def declared_mixture(inp: CheckInput) -> tuple[np.ndarray | None, str | None]:
-    """Lab colour and name of the case's mixture object (``role: product``, else a mixture name)."""
+def _declared(inp: CheckInput, role: str, words: tuple[str, ...] = ()) -> tuple[np.ndarray | None, str | None]:
+    """Lab colour and name of the case's coloured object with ``role``, else of one whose name holds
+    one of ``words``; ``(None, None)`` when there is none (learned colours do not count)."""
     objs = [o for o in inp.objects if o.get("color") is not None and o.get("name") and not o.get("learned")]
-    pick = next((o for o in objs if o.get("role") == "product"), None)
+    pick = next((o for o in objs if o.get("role") == role), None)
     if pick is None:
-        pick = next((o for o in objs if any(w in str(o["name"]).lower() for w in MIXTURE_WORDS)), None)
+        pick = next((o for o in objs if any(w in str(o["name"]).lower() for w in words)), None)
     if pick is None:
         return None, None
     c = np.asarray(pick["color"], np.uint8).reshape(1, 1, 3)
     return rgb_to_lab(c)[0, 0], str(pick["name"])
+
+
+def declared_mixture(inp: CheckInput) -> tuple[np.ndarray | None, str | None]:
+    """Lab colour and name of the case's mixture object (``role: product``, else a mixture name)."""
+    return _declared(inp, "product", MIXTURE_WORDS)
 
 
 #: Lab units the solvent's mean colour must move toward the solute for a tint to count (codec
@@ -135,11 +141,8 @@ MIN_TINT = 8.0
 
 def _solute_colour(inp: CheckInput) -> tuple[np.ndarray | None, str | None]:
     """Lab colour and name of the dissolving solid (``role: subject``), else of the mixture."""
-    objs = [o for o in inp.objects if o.get("color") is not None and o.get("name") and not o.get("learned")]
-    pick = next((o for o in objs if o.get("role") == "subject"), None)
-    if pick is None:
-        return declared_mixture(inp)
-    return rgb_to_lab(np.asarray(pick["color"], np.uint8).reshape(1, 1, 3))[0, 0], str(pick["name"])
+    colour, name = _declared(inp, "subject")
+    return (colour, name) if colour is not None else declared_mixture(inp)
 
 
 def tint_progress(frames: np.ndarray, solute: np.ndarray) -> tuple[np.ndarray, float, int]:
