@@ -58,3 +58,32 @@ def test_encoder_rejects_bad_arguments(frames, tmp_path):
         encode_like_users(tmp_path / "e.mp4", frames, 15.0, scale=0)
     with pytest.raises(ValueError, match="uint8"):
         encode_like_users(tmp_path / "e.mp4", frames.astype(np.float32), 15.0)
+
+
+_REPEAT_SCRIPT = """
+import hashlib, sys
+import cv2, numpy as np
+from skimage import data
+from worldolympiad.video.io import encode_like_users
+base = data.astronaut()  # a 32-frame zoom into a photo: content that made x264's SIMD paths differ
+frames = np.stack([cv2.resize(base[8 * t:512 - 8 * t, 8 * t:512 - 8 * t], (96, 96), interpolation=cv2.INTER_AREA)
+                   for t in range(32)])
+print(hashlib.sha256(encode_like_users(sys.argv[1], frames, 8.0, crf=23).read_bytes()).hexdigest())
+"""
+
+
+def test_the_users_encoder_writes_the_same_bytes_whatever_the_heap_holds(tmp_path):
+    """x264's SIMD paths read uninitialised memory: with them, a 96 px clip encoded to other bytes when the
+    heap held other garbage (MALLOC_PERTURB_ here; a MuJoCo render earlier in the process did the same in
+    CI, and a geometry score moved by 0.05). The encoder must repeat byte for byte."""
+    import os
+    import subprocess
+    import sys
+
+    digests = set()
+    for k, perturb in enumerate(("", "1", "77", "165")):
+        env = {**os.environ, "MALLOC_PERTURB_": perturb}
+        out = subprocess.run([sys.executable, "-c", _REPEAT_SCRIPT, str(tmp_path / f"{k}.mp4")], env=env,
+                             capture_output=True, text=True, check=True)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1, digests

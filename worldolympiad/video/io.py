@@ -353,8 +353,12 @@ def encode_like_users(
         with av.open(str(tmp), mode="w", format="mp4") as out:
             stream: Any = out.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
             stream.width, stream.height, stream.pix_fmt = w, h, pix_fmt
-            # one thread: x264's CRF output then repeats byte for byte, so a harness rerun reuses its rows
-            stream.options = {"crf": str(int(crf)), "preset": preset, "threads": "1"}
+            # Repeatable bytes, so a harness rerun reuses its rows: one thread, and x264's C code paths
+            # (asm=0). Its SIMD paths read uninitialised memory (at 96x96 medium the output changed with
+            # the heap's contents: MALLOC_PERTURB_ or a MuJoCo render earlier in the process gave other
+            # bytes); the C paths are the same algorithm, about 3x slower, still well under a second for
+            # a 64-frame 256 px case. tests/worldolympiad/test_video_io.py checks the bytes repeat.
+            stream.options = {"crf": str(int(crf)), "preset": preset, "threads": "1", "x264-params": "asm=0"}
             stream.codec_context.thread_count = 1
             for f in frames:
                 frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")
