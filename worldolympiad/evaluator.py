@@ -63,6 +63,7 @@ from worldolympiad.rundir import (
 from worldolympiad.rundir import VIDEO_PIX_FMT as VIDEO_PIX_FMT  # re-exported: the evaluator's public names
 from worldolympiad.rundir import VIDEO_QP as VIDEO_QP
 from worldolympiad.rundir import video_storage as video_storage
+from worldolympiad.shards import Shard, write_shard_file
 from worldolympiad.summary import format_errors as format_errors
 from worldolympiad.summary import format_results_table as format_results_table
 from worldolympiad.summary import format_summary as format_summary
@@ -109,6 +110,11 @@ class EvalConfig:
         progress: show a progress line on stderr: work done (rows weighed by their estimated cost), the
             ETA, and the row(s) running now (:mod:`worldolympiad.progress`).
         cache_dir: shared cache root (``<out>/.cache`` when ``None``).
+        shard: run only this shard's (case, seed) items, into ``<out>/<run>__shard-<i>-of-<N>/``
+            (:mod:`worldolympiad.shards`; ``worldolympiad merge`` joins the shards).
+        executor: who runs the units: ``local`` (this process, or ``workers`` spawned processes) or
+            ``ray`` / ``ray:ADDRESS`` (:mod:`worldolympiad.ray_executor`); this process stays the only
+            writer of ``results.jsonl`` either way.
     """
 
     out: Path = Path("runs")
@@ -119,6 +125,8 @@ class EvalConfig:
     limit: int | None = None
     progress: bool = True
     cache_dir: Path | None = None
+    shard: Shard | None = None
+    executor: str = "local"
 
 
 @dataclass
@@ -275,7 +283,7 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
     config = config or EvalConfig()
     device = resolve_device(config.device)
     out = Path(config.out)
-    run_dir = out / spec.dirname
+    run_dir = out / (config.shard.dirname(spec.dirname) if config.shard else spec.dirname)
     cache_dir = Path(config.cache_dir) if config.cache_dir else out / ".cache"
     try:
         suite = load_suite_lenient(spec.suite)
@@ -321,6 +329,17 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
 
     cases = suite.cases[: config.limit] if config.limit is not None else suite.cases
     broken = suite.broken if config.limit is None else suite.broken[: max(0, config.limit - len(cases))]
+    if config.shard is not None:  # every N-th (case, seed) of the suite order (worldolympiad.shards)
+        owned = config.shard.select([(c.id, s) for c in cases for s in spec.seeds]
+                                    + [(b.case_id, s) for b in broken for s in spec.seeds])
+        write_shard_file(run_dir, config.shard, config.limit, owned)
+        mine = set(owned)
+        cases = [c for c in cases if any((c.id, s) in mine for s in spec.seeds)]
+        broken = [b for b in broken if any((b.case_id, s) in mine for s in spec.seeds)]
+    else:
+        mine = None
+    seeds_of = {c: [s for s in spec.seeds if mine is None or (c, s) in mine]
+                for c in [c.id for c in cases] + [b.case_id for b in broken]}
 
     results = JsonlAppender(run_dir / RESULTS)
     timings = JsonlAppender(run_dir / TIMINGS, durable=False)
@@ -353,7 +372,7 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
 
     # Inputs: fingerprint what every (case, seed) is computed from; rows whose inputs changed are
     # dropped (with their stored video) and computed again.
-    current = _current_inputs(cases, spec.seeds, model_factory, model_arg, previous)
+    current = _current_inputs(cases, seeds_of, model_factory, model_arg, previous)
     previous, stale, changed = _drop_stale_rows(previous, current)
     if stale:
         results.rewrite(previous)
@@ -383,7 +402,7 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     units: list[_Unit] = []
     parent_tracks: dict[str, Any] = {}
     for item in broken:
-        for seed in spec.seeds:
+        for seed in seeds_of[item.case_id]:
             for name in spec.tracks:
                 if (item.case_id, seed, name) in done:
                     skipped += 1
@@ -394,7 +413,7 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
                 row.inputs = dict(BROKEN_CASE)
                 immediate.append(row)
     for case in cases:
-        for seed in spec.seeds:
+        for seed in seeds_of[case.id]:
             pending = []
             for name in spec.tracks:
                 if (case.id, seed, name) in done:
@@ -466,6 +485,8 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     from worldolympiad.judges.ledger import judge_run_summary
 
     summary.update(judge_run_summary(run_dir))  # the judge's ledger; an outage is a run-level error
+    if config.shard is not None:  # this directory holds part of the run: `worldolympiad merge` makes it whole
+        summary["shard"] = str(config.shard)
     tmp = run_dir / (SUMMARY + ".tmp")
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(run_dir / SUMMARY)
@@ -473,16 +494,16 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
                       recomputed_inputs=len(stale), changed=changed, reused_failed=reused_failed)
 
 
-def _current_inputs(cases: Sequence[Case], seeds: Sequence[int], factory: Any, arg: str | None,
+def _current_inputs(cases: Sequence[Case], seeds: Mapping[str, Sequence[int]], factory: Any, arg: str | None,
                     previous: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
-    """:func:`worldolympiad.inputs.case_inputs` of every planned (case, seed); files whose size and mtime
-    match an earlier row's record are not read again."""
+    """:func:`worldolympiad.inputs.case_inputs` of every planned (case, seed) (``seeds``: the seeds planned
+    for each case id); files whose size and mtime match an earlier row's record are not read again."""
     from worldolympiad.inputs import case_inputs, model_input_files
 
     known = known_stamps(previous)
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for case in cases:
-        for seed in seeds:
+        for seed in seeds[case.id]:
             files = model_input_files(factory, arg, case, seed) if factory is not None else {}
             inputs = case_inputs(case, files, known)
             known.update({str(st["path"]): st for st in inputs.values() if st.get("path") and st.get("sha256")})

@@ -51,6 +51,9 @@ examples:
   evaluate-model --model py:pan.py:PanningModel --suite smoke --option model.speed=2   # your WorldModel class
   evaluate-model --model http:http://127.0.0.1:8000 --suite smoke  # a model server (docs/model_http.md)
   evaluate-model --model reference --judge openai:http://localhost:8000/v1#qwen2.5-vl --option physics.judge_samples=3
+  evaluate-model --model reference --suite smoke --shard 0/2   # half the work (a Slurm array task); then
+  worldolympiad merge runs/reference__smoke__*__shard-*-of-2    # join the shards into one run
+  evaluate-model --model perturbed:teleport@0.5 --executor ray:auto --workers 4   # on a Ray cluster (docs/cluster.md)
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
 timings.jsonl, summary.json and run.log (what pycolmap, MuJoCo and other native libraries print
@@ -97,7 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
     p.add_argument("--judge", default="none", help="judge SPEC: none, hf:PATH, openai:BASE_URL#MODEL (default: none)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="where models run (default: auto)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default: 1)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="worker processes (default: 1); with --executor ray, the number of model copies "
+                        "(generation actors) on the cluster")
+    p.add_argument("--executor", default="local", metavar="local|ray[:ADDRESS]",
+                   help="who runs the work: local (this machine, default) or ray (a Ray cluster: ray:auto joins "
+                        "the one `ray start` made, ray:HOST:PORT another, plain ray starts one on this machine); "
+                        "needs pip install 'worldolympiad[ray]'; docs/cluster.md")
+    p.add_argument("--shard", metavar="I/N", default=None,
+                   help="run only shard I of N (every N-th case and seed, e.g. a Slurm array task), into "
+                        "<out>/<run>__shard-I-of-N/; join the N shard directories with `worldolympiad merge`")
     p.add_argument("--out", default="runs", help="parent folder of run directories (default: runs/)")
     p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
                    help="reuse finished rows and stored videos of the same run (default: --resume)")
@@ -186,9 +198,38 @@ def _plan(args: argparse.Namespace) -> _Plan:
         raise UsageError(f"--out {args.out} is a file; pass a folder (run directories are made inside it)")
     options = parse_options(args.option)
     check_options(options, args.model)  # an unknown key exits 2 here, naming the valid keys
+    shard = None
+    if args.shard is not None:
+        from worldolympiad.shards import Shard, ShardError
+
+        try:
+            shard = Shard.parse(args.shard)
+        except ShardError as e:
+            raise UsageError(str(e)) from e
+    executor = _check_executor(args.executor)
     config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
-                        retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress)
+                        retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress,
+                        shard=shard, executor=executor)
     return _Plan(tracks=tracks, seeds=seeds, options=options, config=config)
+
+
+def _check_executor(text: str) -> str:
+    """``--executor``: ``local``, ``ray`` or ``ray:ADDRESS``; ray must be importable (checked before any work).
+
+    Raises:
+        UsageError: another value, or ray is not installed.
+    """
+    kind, _, address = text.strip().partition(":")
+    if kind == "local" and not address:
+        return "local"
+    if kind != "ray":
+        raise UsageError(f"--executor must be local, ray or ray:ADDRESS (e.g. ray:auto, ray:10.0.0.1:6379), got {text!r}")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError("--executor ray needs Ray on this machine and on the cluster: pip install 'worldolympiad[ray]' "
+                         "(or pip install ray); docs/cluster.md")
+    return text.strip()
 
 
 def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSpec, RunOutcome]:
@@ -221,6 +262,10 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
     for line in _judge_notes(outcome.summary):
         print(f"\n{line}")
     print(f"\nrun directory: {outcome.run_dir}  ({outcome.computed} rows computed, {outcome.skipped} reused)")
+    if plan.config.shard is not None:
+        n = plan.config.shard.count
+        print(f"shard {plan.config.shard} of run {spec.hash}: once all {n} shards are done, join them with\n"
+              f"  worldolympiad merge {outcome.run_dir.parent / spec.dirname}__shard-*-of-{n}")
     from worldolympiad.rundir import RUN_LOG
 
     run_log = outcome.run_dir / RUN_LOG

@@ -36,6 +36,7 @@ examples:
   worldolympiad scenarios render smoke out/   # reference videos + case files for your own model
   worldolympiad generate smoke --model inferix:reference-world --out gen/ --device cuda
                                               # generate only; score later: evaluate-model --model videos:gen/
+  worldolympiad merge runs/reference__smoke__*__shard-*-of-2   # join evaluate-model --shard I/N runs
   worldolympiad report runs/reference__smoke__1a2b3c4d5e6f
   worldolympiad leaderboard build
   worldolympiad lvbench --help
@@ -74,6 +75,14 @@ examples:
   evaluate-model --model videos:outputs_batch#cosmos --suite wo.json             # then score a model's videos
   worldolympiad import LVBench/ --layout lvbench --out lv.json
 layouts: docs/formats.md
+"""
+MERGE_EPILOG = """\
+examples:
+  evaluate-model --model reference --suite smoke --shard 0/2        # Slurm array task 0 (and 1 with --shard 1/2)
+  worldolympiad merge runs/reference__smoke__*__shard-*-of-2        # -> runs/reference__smoke__<hash>/
+  worldolympiad merge /shared/runs/m__standard__*__shard-*-of-8 --out runs --replace
+the shards must be every I/N of one evaluate-model command (same run hash, N, --limit), each finished;
+the merged directory is the one the unsharded command writes (rerunning that command computes nothing)
 """
 GENERATE_EPILOG = """\
 examples:
@@ -483,6 +492,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from worldolympiad.shards import ShardError, merge_runs
+    from worldolympiad.summary import format_summary
+
+    try:
+        outcome = merge_runs([Path(r) for r in args.runs], Path(args.out) if args.out else None, replace=args.replace)
+    except ShardError as e:
+        raise UsageError(str(e)) from e
+    print(format_summary(outcome.summary))
+    print(f"\nmerged {len(outcome.shards)} shard(s), {outcome.rows} rows: {outcome.run_dir}")
+    return 0
+
+
 # =================================================================== dispatchers
 
 
@@ -574,6 +596,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--limit", type=int, help="only the first N cases")
     g.add_argument("--overwrite", action="store_true", help="generate again the files that already exist")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    mg = sub.add_parser("merge", help="join the shard directories of one run (evaluate-model --shard I/N) into one run",
+                        epilog=MERGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mg.add_argument("runs", nargs="+", metavar="RUN", help="every shard directory of the run")
+    mg.add_argument("--out", help="parent folder of the merged run (default: the shards' folder)")
+    mg.add_argument("--replace", action="store_true", help="write over an existing merged directory")
     for cmd, (target, provider) in DISPATCH.items():
         more = " render" if cmd == "scenarios" else ""
         sub.add_parser(cmd, help=f"→ {target} ({provider}); see `worldolympiad {cmd}{more} --help`", add_help=False)
@@ -593,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "ls": cmd_ls, "validate": cmd_validate_and_videos, "score": cmd_score, "import": cmd_import,
-        "generate": cmd_generate,
+        "generate": cmd_generate, "merge": cmd_merge,
     }
     try:
         return handlers[args.cmd](args)
