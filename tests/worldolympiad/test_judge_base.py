@@ -87,6 +87,8 @@ def test_cache_is_keyed_by_prompt_frames_and_sample(tmp_path):
 
 def test_budget_caps_requests(tmp_path):
     j = Scripted([OK] * 5, cache_dir=tmp_path, budget=2, temperature=0.7)
+    part = j.ask_json("q", IMG, keys=["related", "confidence"], samples=3)  # 2 answered, the 3rd refused
+    assert len(part.answers) == 2 and part.failures == {"budget": 1} and "budget of 2" in part.errors[0]
     with pytest.raises(JudgeError, match="budget of 2"):
-        j.ask_json("q", IMG, keys=["related", "confidence"], samples=3)
+        j.ask_json("q2", IMG, keys=["related", "confidence"], samples=3)
     assert j.calls == 2

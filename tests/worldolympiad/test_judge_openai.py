@@ -123,8 +123,13 @@ def test_budget_is_enforced_across_questions(server, tmp_path):
     srv = server([_ok(True)] * 4)
     judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path, budget=3, temperature=0.7)
     judge.ask_json("q1", FRAMES, keys=KEYS, samples=2)
-    with pytest.raises(JudgeError, match="budget of 3"):
-        judge.ask_json("q2", FRAMES, keys=KEYS, samples=2)
+    # q2: its first sample is the budget's last request; the second is refused, the answer it got is kept
+    partial = judge.ask_json("q2", FRAMES, keys=KEYS, samples=2)
+    assert len(partial.answers) == 1 and partial.failures == {"budget": 1}
+    assert "budget of 3" in partial.errors[0]
+    with pytest.raises(JudgeError, match="budget of 3") as e:
+        judge.ask_json("q3", FRAMES, keys=KEYS, samples=2)
+    assert e.value.kind == "budget" and e.value.calls == 0
     assert len(srv.requests) == 3
 
 

@@ -7,7 +7,12 @@ A judge answers a question about a few frames with a JSON object. Backends:
 * returns parsed JSON dicts with the requested ``keys`` (malformed output is repaired or
   retried once, then reported as a failure — never guessed);
 * checks every answer's fields (types, ranges) before it counts;
-* draws ``samples`` answers for voting;
+* draws ``samples`` answers for voting, and says how many of them were independent (a server
+  that ignores the sampling settings returns the same text k times: one vote, not k);
+* turns every failure (HTTP 4xx/5xx, context length, timeout, refused connection, malformed
+  answer, spent budget) into a :class:`JudgeError` with a ``kind``, which tracks record as a
+  failed judgement of that one question — never a lost row;
+* counts requests, failures by kind and tokens (per judge object, i.e. per row, and per run);
 * caches every call on disk keyed by a hash of (model, prompt, frames).
 """
 
@@ -19,19 +24,71 @@ from typing import Any
 
 import numpy as np
 
+#: How a judge request or answer failed (``JudgeError.kind``, the ledger's ``failed_by_kind``):
+#: ``http`` (a 4xx the server will answer again the same way), ``context_length`` (prompt over the
+#: server's context), ``model_not_served``, ``server`` (5xx / 429 after retries), ``timeout``,
+#: ``connection`` (refused, reset), ``malformed`` (no answer passed JSON repair and the schema),
+#: ``budget`` (the run's request budget is spent), ``error`` (anything else the backend raised).
+FAILURE_KINDS = ("http", "context_length", "model_not_served", "server", "timeout", "connection", "malformed",
+                 "budget", "error")
+
 
 class JudgeError(RuntimeError):
-    """The judge could not give a usable answer (after repair and retries, or over budget)."""
+    """The judge could not give a usable answer (after repair and retries, or over budget).
+
+    Attributes:
+        kind: one of :data:`FAILURE_KINDS`.
+        calls: requests sent for the question before it failed (retries and repairs included).
+        prompt_tokens, completion_tokens: tokens the server reported for those requests.
+    """
+
+    def __init__(self, message: str, *, kind: str = "error", calls: int = 0, prompt_tokens: int = 0,
+                 completion_tokens: int = 0) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.calls = calls
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
 
 
 @dataclass
 class JudgeAnswer:
-    """``samples`` parsed answers to one question, plus how they were obtained."""
+    """``samples`` parsed answers to one question, plus how they were obtained.
+
+    Attributes:
+        answers: the usable answers, one per answered sample, in sample order.
+        raw: the raw text of each sample that got an answer (usable or not).
+        texts: the raw text behind each of ``answers`` (same order).
+        calls: requests sent (retries and repairs included); ``cached``: samples from the cache.
+        prompt_tokens, completion_tokens: as reported by the server (0 where it reports none).
+        failures: failed samples by kind (:data:`FAILURE_KINDS`); ``errors``: what happened to them.
+    """
 
     answers: list[dict[str, Any]]
     cached: int = 0
     calls: int = 0
     raw: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def distinct(self) -> list[dict[str, Any]]:
+        """The usable answers whose raw text differs from every earlier one.
+
+        Samples that come back byte for byte identical (whitespace aside) are one vote: a server that
+        keeps the model's greedy generation config returns the same text for every seed, and k copies
+        of one answer are not k independent judgements.
+        """
+        seen: set[str] = set()
+        out: list[dict[str, Any]] = []
+        for ans, text in zip(self.answers, self.texts or [""] * len(self.answers), strict=True):
+            norm = " ".join(text.split()) if text else repr(sorted(ans.items()))
+            if norm not in seen:
+                seen.add(norm)
+                out.append(ans)
+        return out
 
 
 class Judge:

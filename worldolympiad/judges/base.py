@@ -51,7 +51,35 @@ logger = logging.getLogger(__name__)
 
 
 class TransientJudgeError(RuntimeError):
-    """A request failed in a way that may succeed when retried (timeout, 5xx, connection)."""
+    """A request failed in a way that may succeed when retried (timeout, 5xx, connection).
+
+    ``kind`` says which (``timeout``, ``connection``, ``server``; see
+    :data:`~worldolympiad.judges.FAILURE_KINDS`).
+    """
+
+    def __init__(self, message: str, kind: str = "server") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Generation:
+    """What one request returned: the answer text(s) and the tokens the server reported.
+
+    ``texts`` holds every choice of a request that asked for ``n > 1`` samples at once; ``text`` is
+    the first. Token counts are 0 where the server reports none.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    texts: tuple[str, ...] = ()
+
+
+#: Most characters of a bad answer quoted back in the correction request. A garbage answer of a
+#: small model is easily a token per character: quoting 500 characters once pushed a 737-token
+#: prompt past a 1,024-token server limit. The problem is named in words; the excerpt only helps.
+REPAIR_EXCERPT_CHARS = 120
 
 
 # ------------------------------------------------------------------ JSON answers
@@ -124,12 +152,19 @@ def json_instruction(keys: Sequence[str]) -> str:
     return "Answer with only a JSON object with the keys " + ", ".join(f'"{k}"' for k in keys) + ", and nothing else."
 
 
-def repair_prompt(prompt: str, bad: str, keys: Sequence[str], problem: str | None = None) -> str:
+def repair_prompt(prompt: str, bad: str, keys: Sequence[str], problem: str | None = None,
+                  excerpt_chars: int = REPAIR_EXCERPT_CHARS) -> str:
+    """The single correction request: the prompt, what was wrong, and at most ``excerpt_chars``
+    characters of the bad answer (none with ``excerpt_chars=0``), so the request is never longer
+    than the original prompt plus a bounded tail, whatever the model answered."""
     why = f" ({problem})" if problem else ""
-    return (
-        f"{prompt}\n\nYour previous answer was not a valid JSON object with the keys {list(keys)}{why}:\n"
-        f"{bad[:500]}\n{json_instruction(keys)}"
-    )
+    bad = " ".join(bad.split())
+    quoted = ""
+    if excerpt_chars > 0 and bad:
+        quoted = bad[:excerpt_chars] + (" [...]" if len(bad) > excerpt_chars else "")
+        quoted = f":\n{quoted}"
+    return (f"{prompt}\n\nYour previous answer was not a valid JSON object with the keys {list(keys)}{why}{quoted}\n"
+            f"{json_instruction(keys)}")
 
 
 def as_bool(v: Any) -> bool | None:
@@ -249,13 +284,24 @@ def frames_digest(images: Sequence[np.ndarray]) -> str:
 
 
 class CachedJudge(Judge):
-    """Base of the real backends: caching, JSON repair, sampling, retries, budget.
+    """Base of the real backends: caching, JSON repair, sampling, retries, budget, accounting.
 
     Args:
         model: the model id recorded in results and cache keys.
         cache_dir: where answers are cached (``None``: in memory only).
         temperature: sampling temperature for ``samples > 1`` (a single sample is greedy).
+        top_p: nucleus mass sent with sampled requests. 1.0 (the default) asks for plain
+            temperature sampling, overriding a model's own ``generation_config`` (Qwen2-VL ships
+            ``top_p=0.001``, which servers that apply it turn into greedy decoding: k samples, one
+            answer). ``None``: not sent.
+        use_n: draw the ``samples`` of a question in one request with ``n`` choices (vLLM, hosted
+            APIs; the prompt and its images are then paid once). A server that returns fewer
+            choices (``transformers serve`` ignores ``n``) gets the rest as requests of their own.
         max_new_tokens: answer length cap.
+        max_context: the server's context in tokens, prompt and answer (``None``: unknown; the
+            ``openai`` backend reads it from ``/v1/models`` where the server reports it). With it,
+            ``max_tokens`` is clipped to what fits after the prompt, and the correction request
+            quotes less of a bad answer.
         timeout: seconds per request: a deadline for the whole request where the backend can
             enforce one (``openai``: connect + send + every byte of the answer).
         retries: extra attempts after a transient error.
@@ -274,7 +320,10 @@ class CachedJudge(Judge):
         *,
         cache_dir: str | Path | None = None,
         temperature: float = 0.7,
+        top_p: float | None = 1.0,
+        use_n: bool = False,
         max_new_tokens: int = 256,
+        max_context: int | None = None,
         timeout: float = 60.0,
         retries: int = 2,
         backoff: float = 0.5,
@@ -285,7 +334,10 @@ class CachedJudge(Judge):
         self.model = model
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.temperature = float(temperature)
+        self.top_p = None if top_p is None else float(top_p)
+        self.use_n = bool(use_n)
         self.max_new_tokens = int(max_new_tokens)
+        self.max_context = None if max_context in (None, "", 0) else int(max_context)  # type: ignore[arg-type]
         self.timeout = float(timeout)
         self.retries = int(retries)
         self.backoff = float(backoff)
@@ -294,14 +346,26 @@ class CachedJudge(Judge):
         self.ledger = RunLedger(run_dir) if run_dir else None
         self.calls = 0  # requests made by this judge (retries included)
         self.cache_hits = 0
-        self.failures = 0
+        self.failures = 0  # failed samples (any kind)
+        self.failures_by_kind: Counter[str] = Counter()
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.samples_answered = 0
+        self.samples_independent = 0
         self._memory: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ to implement
-    def _generate(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool) -> str:
-        """One request: the model's raw text answer. Raise :class:`TransientJudgeError` to retry."""
+    def _generate(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool) -> str | Generation:
+        """One request: the model's raw text answer. Raise :class:`TransientJudgeError` to retry,
+        :class:`~worldolympiad.judges.JudgeError` (with its ``kind``) for a failure retrying won't fix."""
         raise NotImplementedError
+
+    def _generate_request(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool, n: int = 1,
+                          max_tokens: int | None = None) -> str | Generation:
+        """One request with ``n`` choices and an answer cap of ``max_tokens`` (default
+        ``max_new_tokens``); backends that can do either override this, the others answer one choice."""
+        return self._generate(prompt, images, sample=sample, greedy=greedy)
 
     # ------------------------------------------------------------------ public
     def describe(self) -> dict[str, Any]:
@@ -309,30 +373,48 @@ class CachedJudge(Judge):
             "backend": self.name,
             "model": self.model,
             "temperature": self.temperature,
+            "top_p": self.top_p,
+            "use_n": self.use_n,
             "max_new_tokens": self.max_new_tokens,
+            "max_context": self.max_context,
             "timeout": self.timeout,
             "retries": self.retries,
             "budget": self.budget,
             "seed": self.seed,
         }
 
-    def stats(self) -> dict[str, int]:
-        return {"calls": self.calls, "cache_hits": self.cache_hits, "failures": self.failures}
+    def stats(self) -> dict[str, Any]:
+        """What this judge object (one per row in a run) spent and how it failed.
+
+        ``calls``: requests sent (retries and repairs included); ``failures``: samples that gave no
+        usable answer, with ``failures_by_kind``; ``independent_samples`` of ``answered_samples``:
+        answers that were not a byte-for-byte copy of an earlier sample of the same question.
+        """
+        return {"calls": self.calls, "cache_hits": self.cache_hits, "failures": self.failures,
+                "failures_by_kind": dict(self.failures_by_kind), "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "answered_samples": self.samples_answered,
+                "independent_samples": self.samples_independent}
 
     def ask_json(self, prompt: str, images: Sequence[np.ndarray], *, keys: Sequence[str], samples: int = 1,
                  schema: Mapping[str, FieldRule] | None = None) -> JudgeAnswer:
         """Ask ``samples`` times; each answer is a dict with ``keys`` whose fields passed ``schema``
         (default :data:`FIELD_RULES`), normalised (yes/no fields to ``bool``, numbers to ``float``).
 
+        A sample whose request fails (HTTP error, context length, timeout after retries, budget)
+        ends the question: the same request would fail the same way for the next sample. Answers
+        already obtained are kept; the failure is in ``JudgeAnswer.failures`` / ``errors``.
+
         Raises:
-            JudgeError: no sample gave a usable answer, or the budget ran out.
+            JudgeError: no sample gave a usable answer (its ``kind`` says why; ``calls`` and tokens
+                say what was spent).
         """
         if samples < 1:
             raise ValueError(f"samples must be >= 1, got {samples}")
         full = f"{prompt}\n\n{json_instruction(keys)}"
         digest = frames_digest(images)
         out = JudgeAnswer(answers=[])
-        errors: list[str] = []
+        greedy = samples == 1 or self.temperature <= 0
+        pending: list[tuple[int, str]] = []
         for i in range(samples):
             key = self._key(full, keys, digest, i, samples)
             hit = self._cache_get(key)
@@ -340,34 +422,74 @@ class CachedJudge(Judge):
                 hit = None  # cached before the schema checks existed, and it fails them: ask again
             if hit is not None:
                 out.answers.append(hit["answer"])
+                out.texts.append(hit["text"])
                 out.raw.append(hit["text"])
                 out.cached += 1
                 with self._lock:
                     self.cache_hits += 1
                 continue
-            greedy = samples == 1 or self.temperature <= 0
-            text = self._request(full, images, sample=i, greedy=greedy, out=out)
-            ans, problem = self._checked(text, keys, schema)
-            if ans is None:  # one retry with a correction prompt
-                logger.info("judge %s: %s in %r; asking once more", self.model, problem, text[:120])
-                text = self._request(repair_prompt(full, text, keys, problem), images, sample=i, greedy=greedy,
-                                     out=out)
+            pending.append((i, key))
+        first: dict[int, Generation] = {}
+        try:
+            if self.use_n and not greedy and len(pending) > 1:  # one request, n choices; the rest one by one
+                gen = self._request(full, images, sample=pending[0][0], greedy=greedy, out=out, n=len(pending))
+                for (i, _), text in zip(pending, gen.texts or (gen.text,), strict=False):
+                    first[i] = Generation(text)
+            for i, key in pending:
+                gen = first.get(i) or self._request(full, images, sample=i, greedy=greedy, out=out)
+                text = gen.text
                 ans, problem = self._checked(text, keys, schema)
-            out.raw.append(text)
-            if self.ledger is not None:
-                self.ledger.record_answer(ans is not None, problem)
-            if ans is None:
-                with self._lock:
-                    self.failures += 1
-                errors.append(f"sample {i}: {problem} in {text[:200]!r}")
-                continue
-            out.answers.append(ans)
-            self._cache_put(key, {"text": text, "answer": ans})
+                if ans is None:  # one retry with a correction prompt
+                    logger.info("judge %s: %s in %r; asking once more", self.model, problem, text[:120])
+                    fix = repair_prompt(full, text, keys, problem, self._excerpt_room(gen))
+                    text = self._request(fix, images, sample=i, greedy=greedy, out=out).text
+                    ans, problem = self._checked(text, keys, schema)
+                out.raw.append(text)
+                if self.ledger is not None:
+                    self.ledger.record_answer(ans is not None, problem)
+                if ans is None:
+                    self._fail(out, "malformed", f"sample {i}: {problem} in {text[:200]!r}")
+                    continue
+                out.answers.append(ans)
+                out.texts.append(text)
+                self._cache_put(key, {"text": text, "answer": ans})
+        except JudgeError as e:  # a request failed: the next sample would fail the same way
+            self._fail(out, e.kind, f"sample {len(out.raw)}: {e}")
+        with self._lock:
+            self.samples_answered += len(out.answers)
+            self.samples_independent += len(out.distinct())
         if not out.answers:
-            raise JudgeError(f"judge {self.model} gave no usable answer: " + "; ".join(errors))
+            kind = next(iter(out.failures), "error")
+            if "malformed" in out.failures and len(out.failures) > 1:
+                kind = next(k for k in out.failures if k != "malformed")  # the request failure says more
+            raise JudgeError(f"judge {self.model} gave no usable answer: " + "; ".join(out.errors), kind=kind,
+                             calls=out.calls, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
         return out
 
     # ----------------------------------------------------------------- helpers
+    def _fail(self, out: JudgeAnswer, kind: str, error: str) -> None:
+        out.failures[kind] = out.failures.get(kind, 0) + 1
+        out.errors.append(error)
+        with self._lock:
+            self.failures += 1
+            self.failures_by_kind[kind] += 1
+
+    def _excerpt_room(self, gen: Generation) -> int:
+        """How many characters of a bad answer the correction request may quote: at most
+        :data:`REPAIR_EXCERPT_CHARS`, fewer when a known context leaves less room (a character of
+        garbage can be a token: the quote is counted at one token per byte)."""
+        if self.max_context is None or not gen.prompt_tokens:
+            return REPAIR_EXCERPT_CHARS
+        room = self.max_context - gen.prompt_tokens - self.max_new_tokens - 48  # 48: the correction sentence
+        return max(0, min(REPAIR_EXCERPT_CHARS, room))
+
+    def answer_cap(self, prompt_tokens: int | None) -> int:
+        """``max_tokens`` for a request whose prompt has ``prompt_tokens``: ``max_new_tokens``,
+        clipped to what a known context leaves (at least 1)."""
+        if self.max_context is None or not prompt_tokens:
+            return self.max_new_tokens
+        return max(1, min(self.max_new_tokens, self.max_context - prompt_tokens))
+
     @staticmethod
     def _checked(text: str, keys: Sequence[str], schema: Mapping[str, FieldRule] | None
                  ) -> tuple[dict[str, Any] | None, str | None]:
@@ -418,8 +540,16 @@ class CachedJudge(Judge):
         tmp.write_text(json.dumps(value))
         tmp.replace(p)  # atomic: a killed run never leaves half an entry
 
-    def _request(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool, out: JudgeAnswer) -> str:
-        last: Exception | None = None
+    def _request(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool, out: JudgeAnswer,
+                 n: int = 1) -> Generation:
+        """Send one request (retrying transient failures with backoff) and count what it cost.
+
+        Raises:
+            JudgeError: budget spent (``budget``), a failure retrying won't fix (the backend's kind,
+                ``error`` for anything unexpected it raised), or every attempt failed transiently
+                (the last attempt's kind: ``timeout``, ``connection``, ``server``).
+        """
+        last: TransientJudgeError | None = None
         for attempt in range(self.retries + 1):
             with self._lock:
                 if self.ledger is not None:
@@ -428,28 +558,41 @@ class CachedJudge(Judge):
                     allowed = self.budget is None or self.calls < self.budget
                 if not allowed:
                     raise JudgeError(f"judge budget of {self.budget} requests for this run exhausted; "
-                                     "raise it with the judge option 'budget'")
+                                     "raise it with the judge option 'budget'", kind="budget")
                 self.calls += 1
             out.calls += 1
             try:
-                text = self._generate(prompt, images, sample=sample, greedy=greedy)
+                got = self._generate_request(prompt, images, sample=sample, greedy=greedy, n=n)
             except TransientJudgeError as e:
                 last = e
-                if self.ledger is not None:
-                    self.ledger.record_request(False, f"{type(e).__name__}: {e}")
+                self._record_request(False, f"{type(e).__name__}: {e}", e.kind)
                 if attempt < self.retries:
                     delay = self.backoff * (2**attempt)
                     logger.warning("judge %s: %s; retry %d/%d in %.2fs", self.model, e, attempt + 1, self.retries, delay)
                     time.sleep(delay)
                 continue
-            except Exception as e:
-                if self.ledger is not None:
-                    self.ledger.record_request(False, f"{type(e).__name__}: {e}")
+            except JudgeError as e:  # the backend knows retrying won't help (HTTP 400, context length...)
+                self._record_request(False, str(e), e.kind)
                 raise
+            except Exception as e:  # anything else the backend raised is a failed judgement, not a lost row
+                logger.exception("judge %s: request failed", self.model)
+                self._record_request(False, f"{type(e).__name__}: {e}", "error")
+                raise JudgeError(f"judge {self.model} request failed: {type(e).__name__}: {e}", kind="error") from e
+            gen = got if isinstance(got, Generation) else Generation(str(got))
+            out.prompt_tokens += gen.prompt_tokens
+            out.completion_tokens += gen.completion_tokens
+            with self._lock:
+                self.prompt_tokens += gen.prompt_tokens
+                self.completion_tokens += gen.completion_tokens
             if self.ledger is not None:
-                self.ledger.record_request(True)
-            return text
-        raise JudgeError(f"judge {self.model} failed after {self.retries + 1} attempts: {last}")
+                self.ledger.record_request(True, tokens=(gen.prompt_tokens, gen.completion_tokens))
+            return gen
+        assert last is not None
+        raise JudgeError(f"judge {self.model} failed after {self.retries + 1} attempts: {last}", kind=last.kind)
+
+    def _record_request(self, ok: bool, error: str | None, kind: str | None) -> None:
+        if self.ledger is not None:
+            self.ledger.record_request(ok, error, kind=kind)
 
 
 def encode_png(image: np.ndarray) -> bytes:
@@ -477,14 +620,28 @@ def split_spec_options(arg: str | None) -> tuple[str | None, dict[str, str]]:
     return base, dict(parse_qsl(query, keep_blank_values=False, strict_parsing=False))
 
 
+def _as_flag(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"judge option must be true or false, got {v!r}")
+
+
 def judge_options(options: dict[str, Any]) -> dict[str, Any]:
     """Keep the options :class:`CachedJudge` understands, coercing strings from the CLI."""
-    casts = {"temperature": float, "max_new_tokens": int, "timeout": float, "retries": int, "backoff": float,
-             "budget": int, "seed": int}
+    casts: dict[str, Any] = {"temperature": float, "max_new_tokens": int, "timeout": float, "retries": int,
+                             "backoff": float, "budget": int, "seed": int, "max_context": int, "use_n": _as_flag}
     out: dict[str, Any] = {}
     for k, cast in casts.items():
         if options.get(k) is not None:
             out[k] = cast(options[k])
+    if "top_p" in options:  # "none" (or empty): not sent
+        tp = options["top_p"]
+        out["top_p"] = None if tp is None or str(tp).strip().lower() in ("", "none") else float(tp)
     for k in ("cache_dir", "run_dir"):
         if options.get(k) is not None:
             out[k] = options[k]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from worldolympiad.judges.base import CachedJudge, judge_options, split_spec_options
+from worldolympiad.judges.base import CachedJudge, Generation, judge_options, split_spec_options
 
 
 class HFJudge(CachedJudge):
@@ -61,7 +61,7 @@ class HFJudge(CachedJudge):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "device": self.device, "architecture": type(self.hf_model).__name__}
 
-    def _generate(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool) -> str:
+    def _generate(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool) -> Generation:
         import torch
         from PIL import Image
 
@@ -74,8 +74,12 @@ class HFJudge(CachedJudge):
         gen_kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": not greedy}
         if not greedy:
             gen_kw["temperature"] = self.temperature
+            if self.top_p is not None:
+                gen_kw["top_p"] = self.top_p
         torch.manual_seed(self.seed + sample)
         with torch.inference_mode():
             out = self.hf_model.generate(**inputs, **gen_kw)
-        new = out[:, inputs["input_ids"].shape[1] :]
-        return str(self.processor.batch_decode(new, skip_special_tokens=True)[0])
+        n_prompt = int(inputs["input_ids"].shape[1])
+        new = out[:, n_prompt:]
+        text = str(self.processor.batch_decode(new, skip_special_tokens=True)[0])
+        return Generation(text, n_prompt, int(new.shape[1]), (text,))

@@ -38,7 +38,7 @@ from typing import Any
 
 LEDGER = "judge_ledger.json"
 LOCK = "judge_ledger.lock"
-COUNTS = ("sent", "ok", "failed", "refused", "usable", "unusable")
+COUNTS = ("sent", "ok", "failed", "refused", "usable", "unusable", "prompt_tokens", "completion_tokens")
 
 
 class RunLedger:
@@ -90,10 +90,18 @@ class RunLedger:
             d["sent"] += 1
             return True
 
-    def record_request(self, ok: bool, error: str | None = None) -> None:
-        """How a sent request ended: answered (``ok``) or failed (timeout, connection, HTTP error)."""
+    def record_request(self, ok: bool, error: str | None = None, *, kind: str | None = None,
+                       tokens: tuple[int, int] = (0, 0)) -> None:
+        """How a sent request ended: answered (``ok``, with its prompt and answer ``tokens``) or failed
+        (``kind``: timeout, connection, http, context_length...; see :data:`~worldolympiad.judges.FAILURE_KINDS`)."""
         with self._locked() as d:
             d["ok" if ok else "failed"] += 1
+            d["prompt_tokens"] += int(tokens[0])
+            d["completion_tokens"] += int(tokens[1])
+            if not ok:
+                by = dict(d.get("failed_by_kind") or {})
+                by[kind or "error"] = by.get(kind or "error", 0) + 1
+                d["failed_by_kind"] = by
             if error:
                 d["last_error"] = error[:300]
 
@@ -119,10 +127,13 @@ def judge_run_summary(run_dir: str | Path) -> dict[str, Any]:
     d = RunLedger(run_dir).read()
     outage = d["sent"] > 0 and d["usable"] == 0
     out: dict[str, Any] = {"judge": {**{k: d[k] for k in COUNTS}, "budget": d.get("budget"), "outage": outage,
+                                     "failed_by_kind": d.get("failed_by_kind") or {},
                                      "last_error": d.get("last_error"), "last_problem": d.get("last_problem")}}
     if outage:
         if d["ok"] == 0:
-            why = f"all {d['sent']} judge request(s) failed (last error: {d.get('last_error') or 'unknown'})"
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted((d.get("failed_by_kind") or {}).items()))
+            why = (f"all {d['sent']} judge request(s) failed ({kinds or 'unknown'}; "
+                   f"last error: {d.get('last_error') or 'unknown'})")
         else:
             why = (f"the judge answered {d['ok']} of {d['sent']} request(s) but gave no usable answer "
                    f"(last problem: {d.get('last_problem') or 'unknown'})")
