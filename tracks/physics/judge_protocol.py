@@ -28,7 +28,18 @@ _PALETTE = [(255, 255, 0), (0, 255, 255), (255, 0, 255), (255, 128, 0), (0, 255,
 
 @dataclass
 class JudgeVerdict:
-    """A voted answer: ``value`` (None when failed or tied), agreement, votes and errors."""
+    """A voted answer to one question.
+
+    Attributes:
+        value: the majority over the *independent* samples (``None`` when failed or tied).
+        agreement: share of those samples voting for ``value``.
+        votes: one vote per independent sample: samples whose raw text repeats an earlier one's
+            are dropped (a server that ignores the sampling settings answers k times the same).
+        samples: samples that gave a usable answer (``identical``: how many of them were copies).
+        calls: requests sent (retries and repairs included, also when the question failed).
+        failures: failed samples by kind (``http``, ``context_length``, ``timeout``, ``malformed``...).
+        error: why the question has no verdict (or what failed next to the votes it got).
+    """
 
     value: bool | None
     agreement: float = 0.0
@@ -38,10 +49,18 @@ class JudgeVerdict:
     calls: int = 0
     cached: int = 0
     error: str | None = None
+    samples: int = 0
+    identical: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "agreement": self.agreement, "votes": self.votes, "confidence": self.confidence,
-                "explanation": self.explanation, "calls": self.calls, "cached": self.cached, "error": self.error}
+                "explanation": self.explanation, "calls": self.calls, "cached": self.cached, "error": self.error,
+                "samples": self.samples, "independent_votes": len(self.votes), "identical_samples": self.identical,
+                "failures": self.failures, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
 
 
 def sample_indices(T: int, n: int) -> np.ndarray:
@@ -103,16 +122,30 @@ def compliance_prompt(rule: Rule, case_prompt: str, tracks: Sequence[ObjectTrack
 
 
 def ask(judge: Any, prompt: str, images: list[np.ndarray], keys: Sequence[str], vote_key: str, samples: int) -> JudgeVerdict:
-    """Ask ``samples`` times and vote on ``vote_key``. Judge failures become a verdict with ``error``."""
+    """Ask ``samples`` times and vote on ``vote_key`` over the distinct samples.
+
+    Every judge failure becomes a verdict with ``error`` (and what it cost): a judge error of any
+    kind — HTTP 4xx/5xx, context length, timeout, malformed answers, or an exception the backend
+    did not foresee — never takes the row's model-free evidence with it.
+    """
     from worldolympiad.judges import JudgeError
     from worldolympiad.judges.base import as_bool, majority
 
     try:
         ans = judge.ask_json(prompt.format(n=len(images)), images, keys=keys, samples=samples)
     except JudgeError as e:
-        return JudgeVerdict(None, error=str(e))
-    value, agreement = majority(ans.answers, vote_key)
-    confs = [float(a["confidence"]) for a in ans.answers if isinstance(a.get("confidence"), (int, float))]
-    expl = next((str(a.get("explanation", "")) for a in ans.answers if as_bool(a.get(vote_key)) == value), "")
-    return JudgeVerdict(value, agreement, [as_bool(a.get(vote_key)) for a in ans.answers],
-                        float(np.mean(confs)) if confs else None, expl, ans.calls, ans.cached)
+        return JudgeVerdict(None, error=str(e), calls=e.calls, failures={e.kind: 1}, prompt_tokens=e.prompt_tokens,
+                            completion_tokens=e.completion_tokens)
+    except Exception as e:  # a judge outside worldolympiad.judges: still one failed question, not a lost row
+        logger.exception("judge %s raised", type(judge).__name__)
+        return JudgeVerdict(None, error=f"{type(e).__name__}: {e}", failures={"error": 1})
+    distinct = ans.distinct() if hasattr(ans, "distinct") else list(ans.answers)
+    value, agreement = majority(distinct, vote_key)
+    confs = [float(a["confidence"]) for a in distinct if isinstance(a.get("confidence"), (int, float))]
+    expl = next((str(a.get("explanation", "")) for a in distinct if as_bool(a.get(vote_key)) == value), "")
+    errors = list(getattr(ans, "errors", []))
+    return JudgeVerdict(value, agreement, [as_bool(a.get(vote_key)) for a in distinct],
+                        float(np.mean(confs)) if confs else None, expl, ans.calls, ans.cached,
+                        error="; ".join(errors) or None, samples=len(ans.answers),
+                        identical=len(ans.answers) - len(distinct), failures=dict(getattr(ans, "failures", {})),
+                        prompt_tokens=getattr(ans, "prompt_tokens", 0), completion_tokens=getattr(ans, "completion_tokens", 0))

@@ -11,8 +11,9 @@ Combination rule (per applicable rule):
    or when the judge failed).
 3. Decision: only one verdict → it decides. Both and they agree → ``checks+judge``. They
    disagree → a **measured failure always fails** (``checks``); a measured pass is overturned
-   only by a *unanimous* judge failure with ``k ≥ 3`` (``judge``), because the judge sees
-   things the checks do not measure (colour, texture) but single votes are noisy. Neither →
+   only by a *unanimous* judge failure with ``k ≥ 3`` independent votes (``judge``), because the
+   judge sees things the checks do not measure (colour, texture) but single votes are noisy
+   (samples whose text repeats an earlier sample's are one vote, see ``judge_protocol.ask``). Neither →
    the rule is *unjudged* (it lowers coverage, never the pass rate).
 
 Metrics: ``rule_pass_rate`` (passed / judged applicable rules — the published estimator,
@@ -95,7 +96,8 @@ def decide(v: RuleVerdict, samples: int) -> RuleVerdict:
         v.verdict, v.decided_by = False, "checks"
     else:
         assert v.judge is not None
-        unanimous = v.judge.agreement >= 1.0 and samples >= 3
+        # three independent votes: copies of one sample (a server that does not sample) are one vote
+        unanimous = v.judge.agreement >= 1.0 and min(samples, len(v.judge.votes)) >= 3
         v.verdict, v.decided_by = (False, "judge") if unanimous else (True, "checks")
     return v
 

@@ -58,6 +58,56 @@ def _metric(name: str, raw: float | None, reason: str, details: dict[str, Any] |
     return spec.value(raw, details)
 
 
+def _verdict_args(d: dict[str, Any]) -> dict[str, Any]:
+    """A stage-1 ``JudgeVerdict.to_dict()`` back into constructor arguments (for the accounting)."""
+    keys = ("value", "agreement", "votes", "calls", "cached", "error", "samples", "failures", "prompt_tokens",
+            "completion_tokens")
+    return {k: d[k] for k in keys if k in d}
+
+
+def _judge_failure(asked: list[Any]) -> str | None:
+    """``"14 of 14 questions failed: 14 timeout"`` when any question got no verdict for a judge failure."""
+    failed = [v for v in asked if v.value is None and v.error and not v.votes]
+    if not failed:
+        return None
+    kinds: dict[str, int] = {}
+    for v in failed:
+        for k in v.failures or {"error": 1}:
+            kinds[k] = kinds.get(k, 0) + 1
+    return (f"{len(failed)} of {len(asked)} judge question(s) failed: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + f"; last: {failed[-1].error[:300]}")
+
+
+def _judge_accounting(asked: list[Any]) -> dict[str, Any]:
+    """Per-row judge accounting: questions, requests, failures by kind, tokens, votes."""
+    kinds: dict[str, int] = {}
+    for v in asked:
+        for k, n in (v.failures or {}).items():
+            kinds[k] = kinds.get(k, 0) + n
+    return {
+        "questions": len(asked),
+        "failed_questions": sum(1 for v in asked if v.value is None and v.error and not v.votes),
+        "requests": sum(v.calls for v in asked),
+        "cached_samples": sum(v.cached for v in asked),
+        "failures_by_kind": kinds,
+        "prompt_tokens": sum(v.prompt_tokens for v in asked),
+        "completion_tokens": sum(v.completion_tokens for v in asked),
+        "answered_samples": sum(v.samples for v in asked),
+        "independent_votes": sum(len(v.votes) for v in asked),
+        "identical_samples": sum(v.identical for v in asked),
+    }
+
+
+def _judge_metric(value: float | None, has_judge: bool, no_rules: str | None, judge_failed: str | None) -> MetricValue:
+    """``judge_compliance``: not applicable without a judge or without a rule; **failed** (with what
+    went wrong) when the judge was asked and gave no verdict — never a silent blank."""
+    if not has_judge:
+        return _metric("judge_compliance", None, "no judge configured (--judge none): model-free checks only")
+    if value is None and judge_failed:
+        return track_spec()["judge_compliance"].failed(f"the judge gave no usable verdict: {judge_failed}")
+    return _metric("judge_compliance", value, no_rules or "the judge gave no usable verdict")
+
+
 @dataclass
 class Analysis:
     """Segmentation + tracks of one video."""
@@ -251,6 +301,7 @@ class PhysicsTrack(Track):
         # ---- stage 1: which rules apply
         applicability: dict[str, str] = {}
         stage1: dict[str, Any] = {}
+        unasked: list[str] = []  # rules whose applicability question the judge failed
         if declared:
             applicability = dict.fromkeys(declared, "case")
         elif judge is not None:
@@ -266,9 +317,14 @@ class PhysicsTrack(Track):
                         errors.append(f"judge stage 1 ({rid}): {related.error}")
                     if related.value:
                         applicability[rid] = tag
-        elif ref is not None:
+                    elif related.value is None and related.error:
+                        unasked.append(rid)
+        # Without a judge, or where it failed a question, the reference's own checks say which of the
+        # rules they can detect apply: a failed judge leaves exactly the evidence of a run without one.
+        fallback = AUTO_RULES if judge is None else tuple(r for r in AUTO_RULES if r in unasked)
+        if not declared and ref is not None and fallback:
             with ctx.timed("checks"):
-                for rid in AUTO_RULES:
+                for rid in fallback:
                     rule = rules_all[rid]
                     inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, objects=hints, noise=ref.seg.noise)
                     if run_check(rule.checks[0], inp).status == "pass":
@@ -305,15 +361,19 @@ class PhysicsTrack(Track):
         summary = summarize(verdicts)
         evidence_mode = "model-free checks + MLLM judge" if judge is not None else "model-free checks only (no judge configured)"
         no_rules = "no applicable rule (none declared, none detected)" if not verdicts else None
+        asked = [v.judge for v in verdicts if v.judge is not None] + [jp.JudgeVerdict(**_verdict_args(d))
+                                                                        for d in stage1.values()]
+        judge_failed = _judge_failure(asked) if judge is not None else None
+        if not verdicts and unasked and len(unasked) == len(stage1):
+            no_rules = (f"no applicable rule: the judge failed all {len(unasked)} applicability questions "
+                        f"({judge_failed}) and the model-free checks detected none")
         details = {"rules": [v.to_dict() for v in verdicts]}
         metrics = [
             _metric("rule_pass_rate", summary["pass_rate"], no_rules or "no applicable rule got a verdict",
                     {**details, "evidence": evidence_mode}),
             _metric("kinematic_compliance", summary["kinematic_compliance"],
                     no_rules or "no model-free check applied to the applicable rules"),
-            _metric("judge_compliance", summary["judge_compliance"],
-                    "no judge configured (--judge none): model-free checks only" if judge is None else
-                    (no_rules or "the judge gave no usable verdict")),
+            _judge_metric(summary["judge_compliance"], judge is not None, no_rules, judge_failed),
         ]
         if ref is not None:
             err, tdet = trajectory_agreement(gen, ref)
@@ -334,6 +394,7 @@ class PhysicsTrack(Track):
             "segmenter": segmenter.describe(),
             "judge": judge.describe() if judge is not None else None,
             "judge_stats": judge.stats() if judge is not None and hasattr(judge, "stats") else None,
+            "judge_questions": _judge_accounting(asked) if judge is not None else None,
             "reference": ref is not None,
         }
         artifacts = self._write_artifacts(ctx, gen, verdicts, stage1, coverage, n_judge_frames)

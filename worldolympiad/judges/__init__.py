@@ -81,10 +81,12 @@ class JudgeAnswer:
         keeps the model's greedy generation config returns the same text for every seed, and k copies
         of one answer are not k independent judgements.
         """
+        if len(self.texts) != len(self.answers):
+            return list(self.answers)  # a judge that keeps no raw text: nothing to compare
         seen: set[str] = set()
         out: list[dict[str, Any]] = []
-        for ans, text in zip(self.answers, self.texts or [""] * len(self.answers), strict=True):
-            norm = " ".join(text.split()) if text else repr(sorted(ans.items()))
+        for ans, text in zip(self.answers, self.texts, strict=True):
+            norm = " ".join(text.split())
             if norm not in seen:
                 seen.add(norm)
                 out.append(ans)
