@@ -175,6 +175,7 @@ class _Plan:
 def _plan(args: argparse.Namespace) -> _Plan:
     """Validate the flags once (raises UsageError / ValueError)."""
     from worldolympiad.evaluator import EvalConfig, parse_options
+    from worldolympiad.judges import preflight_judge
     from worldolympiad.options import check_options
     from worldolympiad.registries import JUDGES, TRACKS, parse_spec
 
@@ -207,6 +208,9 @@ def _plan(args: argparse.Namespace) -> _Plan:
         except ShardError as e:
             raise UsageError(str(e)) from e
     executor = _check_executor(args.executor)
+    note = preflight_judge(args.judge)  # a model the judge server does not serve fails here, before any row
+    if note:
+        print(note)
     config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
                         retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress,
                         shard=shard, executor=executor)

@@ -140,3 +140,41 @@ def build_judge(spec: str, **options: Any) -> Judge:
     prefix, arg = parse_spec(spec)
     judge: Judge = JUDGES.get(prefix)(arg, **options)
     return judge
+
+
+def preflight_judge(spec: str) -> str | None:
+    """Check a judge SPEC against its server before a run starts.
+
+    For ``openai:`` judges the server's ``/v1/models`` is read: a model it does not serve fails here,
+    with the served ids, instead of failing every question of the run. A server that cannot be
+    reached is no error here (the run goes on, each judge question is recorded as failed and the
+    outage is a run-level failure); the returned note says so.
+
+    Returns:
+        A line for the terminal (what the server serves, its context, or that it is unreachable),
+        ``None`` for judges without a server.
+
+    Raises:
+        ValueError: the server lists its models and the judge's model is not one of them.
+    """
+    from worldolympiad.registries import parse_spec
+
+    prefix, _ = parse_spec(spec)
+    if prefix != "openai":
+        return None
+    from worldolympiad.judges.base import TransientJudgeError
+    from worldolympiad.judges.openai import OpenAIJudge
+
+    judge = build_judge(spec)
+    assert isinstance(judge, OpenAIJudge)
+    try:
+        info = judge.check_served()
+    except TransientJudgeError as e:
+        return (f"judge server {judge.base_url} not reachable before the run ({e}); the run goes on without "
+                "judge verdicts and reports the outage")
+    except JudgeError as e:
+        raise ValueError(f"--judge {spec}: {e}") from e
+    if info is None:
+        return f"judge server {judge.base_url} publishes no model list (/v1/models); model {judge.model!r} not checked"
+    ctx = f", context {judge.max_context:,} tokens" if judge.max_context else ", context not reported"
+    return f"judge {judge.model!r} served by {judge.base_url}{ctx}"
