@@ -146,6 +146,33 @@ def test_valid_answers_are_normalised_and_a_schema_can_narrow_a_range(tmp_path):
     assert ans.answers == [{"score": 4.0, "reason": "r"}] and "in [0, 5], got 7" in j.prompts[1]
 
 
+def test_the_correction_request_never_repeats_an_unbounded_answer(tmp_path):
+    """A 5,000-character garbage answer: the correction request quotes at most 120 characters of it
+    (85cf2c2 quoted 500, which pushed a 737-token prompt past a 1,024-token server), and none at all
+    when a known context leaves no room for it."""
+    from worldolympiad.judges.base import REPAIR_EXCERPT_CHARS
+
+    garbage = "tr" * 2500
+    j = Scripted([garbage, _v(True, 0.5)], cache_dir=tmp_path)
+    j.ask_json("q", FRAMES, keys=KEYS)
+    import re
+
+    quoted = max(len(m) for m in re.findall(r"(?:tr)+", j.prompts[1]))
+    assert quoted == REPAIR_EXCERPT_CHARS  # the quote, whatever the answer's length
+    assert len(j.prompts[1]) - len(j.prompts[0]) < 500  # quote + what was wrong + the instruction again
+    assert "no JSON object with keys" in j.prompts[1] and "[...]" in j.prompts[1]
+
+    class Tight(Scripted):  # reports 240 prompt tokens of a 256-token context: no room for a quote
+        def _generate(self, prompt, images, *, sample, greedy):
+            from worldolympiad.judges.base import Generation
+
+            return Generation(super()._generate(prompt, images, sample=sample, greedy=greedy), 240, 16)
+
+    t = Tight([garbage, _v(True, 0.5)], cache_dir=tmp_path / "t", max_context=256, max_new_tokens=16)
+    t.ask_json("q", FRAMES, keys=KEYS)
+    assert "trtr" not in t.prompts[1] and "no JSON object with keys" in t.prompts[1]
+
+
 def test_a_cached_answer_that_breaks_the_schema_is_asked_again(tmp_path):
     j = Scripted([_v(True, 0.5)], cache_dir=tmp_path)
     j.ask_json("q", FRAMES, keys=KEYS)

@@ -16,15 +16,23 @@ from worldolympiad.judges import JudgeError, build_judge
 class ScriptedServer:
     """Serves /v1/chat/completions from a script of (kind, payload) items, one per request."""
 
-    def __init__(self, script):
+    def __init__(self, script, models=None):
         self.script = list(script)
         self.requests: list[dict] = []
+        self.models = models  # the /v1/models answer (None: 404, as servers without the endpoint)
         lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *a):
                 pass
+
+            def do_GET(self):  # noqa: N802 - http.server API
+                data = json.dumps(outer.models).encode() if outer.models is not None else b"not found"
+                self.send_response(200 if outer.models is not None else 404)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self):  # noqa: N802 - http.server API
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -40,7 +48,17 @@ class ScriptedServer:
                         self.end_headers()
                         self.wfile.write(b"server error")
                         return
-                    data = json.dumps({"choices": [{"message": {"role": "assistant", "content": payload}}]}).encode()
+                    if kind == "error":  # (status, body text)
+                        data = json.dumps({"detail": payload[1]}).encode()
+                        self.send_response(payload[0])
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
+                    texts = payload if kind == "choices" else [payload]
+                    data = json.dumps({"choices": [{"index": i, "message": {"role": "assistant", "content": t}}
+                                                   for i, t in enumerate(texts)],
+                                       "usage": {"prompt_tokens": 100, "completion_tokens": 10 * len(texts)}}).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -66,8 +84,8 @@ class ScriptedServer:
 def server():
     servers = []
 
-    def make(script):
-        s = ScriptedServer(script)
+    def make(script, models=None):
+        s = ScriptedServer(script, models)
         servers.append(s)
         return s
 
@@ -154,3 +172,112 @@ def test_persistent_server_error_is_a_judge_error(server, tmp_path):
 def test_bad_spec_explains_the_format(spec):
     with pytest.raises(ValueError, match="BASE_URL"):
         build_judge(spec)
+
+
+# --------------------------------------------------------------------------- issue 62
+
+
+def test_sampled_requests_ask_for_independent_samples_and_greedy_ones_do_not(server, tmp_path):
+    """temperature + top_p=1.0 (overriding a model config's top_p=0.001) + one seed per sample; a
+    single sample is greedy and sends no top_p."""
+    srv = server([_ok(True), ("ok", _ok(False)[1]), _ok(True), _ok(True)])
+    judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path, temperature=0.7)
+    judge.ask_json("q", FRAMES, keys=KEYS, samples=3)
+    assert [(r["temperature"], r["top_p"], r["seed"]) for r in srv.requests] == [(0.7, 1.0, 0), (0.7, 1.0, 1),
+                                                                                   (0.7, 1.0, 2)]
+    judge.ask_json("q1", FRAMES, keys=KEYS)
+    assert srv.requests[-1]["temperature"] == 0.0 and "top_p" not in srv.requests[-1]
+
+
+def test_use_n_draws_the_samples_in_one_request_and_asks_for_what_a_server_did_not_return(server, tmp_path):
+    v = [_ok(b)[1] for b in (True, False, True)]
+    srv = server([("choices", v)])
+    judge = build_judge(f"openai:{srv.url}#m?use_n=1", cache_dir=tmp_path, temperature=0.7)
+    ans = judge.ask_json("q", FRAMES, keys=KEYS, samples=3)
+    assert [a["compliant"] for a in ans.answers] == [True, False, True] and ans.calls == 1
+    assert srv.requests[0]["n"] == 3 and (ans.prompt_tokens, ans.completion_tokens) == (100, 30)
+    # a server that ignores n (transformers serve) returns one choice: samples 1 and 2 are asked one by one
+    srv = server([("choices", v[:1]), ("ok", v[1]), ("ok", v[2])])
+    judge = build_judge(f"openai:{srv.url}#m?use_n=true", cache_dir=tmp_path / "b", temperature=0.7)
+    ans = judge.ask_json("q", FRAMES, keys=KEYS, samples=3)
+    assert len(ans.answers) == 3 and [r.get("n") for r in srv.requests] == [3, None, None]
+    assert [r["seed"] for r in srv.requests] == [0, 1, 2]
+
+
+def test_extra_body_reaches_the_server(server, tmp_path):
+    srv = server([_ok(True)])
+    extra = json.dumps({"generation_config": json.dumps({"do_sample": True}), "top_k": -1})
+    judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path, extra_body=extra)
+    judge.ask_json("q", FRAMES, keys=KEYS)
+    assert srv.requests[0]["top_k"] == -1 and json.loads(srv.requests[0]["generation_config"]) == {"do_sample": True}
+    with pytest.raises(ValueError, match="extra_body must be a JSON object"):
+        build_judge(f"openai:{srv.url}#m", extra_body="[1]")
+
+
+@pytest.mark.parametrize("status, body, kind, says", [
+    (400, "invalid image", "http", "will refuse it again"),
+    (401, "bad key", "http", "check the API key"),
+    (422, "Unexpected fields in the request: {'top_k'}", "http", "against what the server accepts"),
+    (400, "The prompt has 1391 tokens, but the model takes at most 1024, prompt and answer (`--max-model-len`).",
+     "context_length", "prompt of 1,391 tokens (2 frame(s)) exceeds the server's 1,024-token context"),
+])
+def test_a_4xx_is_one_failed_request_with_its_kind_and_fix_never_a_bare_error(server, tmp_path, status, body, kind,
+                                                                               says):
+    """On 85cf2c2 a 4xx raised a bare ValueError ("check model name and URL") that the physics track
+    did not catch, and the whole row was lost."""
+    srv = server([("error", (status, body))] * 3)
+    judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path, retries=2)
+    with pytest.raises(JudgeError) as e:
+        judge.ask_json("q", FRAMES, keys=KEYS, samples=3)
+    assert e.value.kind == kind and says in str(e.value)
+    assert len(srv.requests) == 1 == e.value.calls  # not retried, and the other samples are not asked
+
+
+def test_an_unserved_model_is_named_with_what_the_server_serves(server, tmp_path):
+    srv = server([("error", (404, "The model `qwen` does not exist."))],
+                 models={"object": "list", "data": [{"id": "Qwen/Qwen2.5-VL-7B-Instruct", "max_model_len": 8192}]})
+    judge = build_judge(f"openai:{srv.url}#qwen", cache_dir=tmp_path)
+    with pytest.raises(JudgeError, match=r"'qwen' is not served there; it serves \['Qwen/Qwen2.5-VL-7B-Instruct'\]") as e:
+        judge.ask_json("q", FRAMES, keys=KEYS)
+    assert e.value.kind == "model_not_served"
+
+
+def test_the_context_the_server_reports_caps_the_answer_and_a_too_long_cap_is_asked_again(server, tmp_path):
+    """vLLM reports max_model_len in /v1/models; its error for prompt + max_tokens over the context
+    names both numbers: the request is sent again with the room that is left."""
+    msg = ("This model's maximum context length is 1024 tokens. However, you requested 1156 tokens "
+           "(900 in the messages, 256 in the completion). Please reduce the length of the messages or completion.")
+    srv = server([("error", (400, msg)), _ok(True)],
+                 models={"data": [{"id": "m", "max_model_len": 2048}]})
+    judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path)
+    ans = judge.ask_json("q", FRAMES, keys=KEYS)
+    assert ans.answers[0]["compliant"] is True
+    assert [r["max_tokens"] for r in srv.requests] == [256, 124] and judge.max_context == 1024
+
+
+def test_server_info_reads_served_ids_and_context(server, tmp_path):
+    srv = server([], models={"data": [{"id": "a", "max_model_len": 4096}, {"id": "b"}]})
+    judge = build_judge(f"openai:{srv.url}#a", cache_dir=tmp_path)
+    info = judge.check_served()
+    assert info is not None and info.ids == ("a", "b") and judge.max_context == 4096
+    fixed = build_judge(f"openai:{srv.url}#a?max_context=2000", cache_dir=tmp_path)
+    fixed.check_served()
+    assert fixed.max_context == 2000  # the option wins over the report
+
+
+@pytest.mark.parametrize("text, numbers", [
+    ("The prompt has 1391 tokens, but the model takes at most 1024, prompt and answer (`--max-model-len`).",
+     (1391, 1024)),  # transformers serve
+    ("This model's maximum context length is 1024 tokens. However, you requested 1391 tokens (1135 in the "
+     "messages, 256 in the completion).", (1135, 1024)),  # vLLM
+    ("'max_tokens' is too large: 256. This model's maximum context length is 1024 tokens and your request has "
+     "900 input tokens (256 > 1024 - 900).", (900, 1024)),  # newer vLLM
+    ("This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+     (130000, 128000)),  # OpenAI
+    ("The input (1391 tokens) is longer than the model's context length (1024 tokens).", (1391, 1024)),  # SGLang
+    ("invalid image_url", None),
+])
+def test_context_errors_of_the_common_servers_are_read(text, numbers):
+    from worldolympiad.judges.openai import parse_context_error
+
+    assert parse_context_error(text) == numbers

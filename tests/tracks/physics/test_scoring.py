@@ -55,3 +55,13 @@ def test_ride_along_checks_can_veto_but_not_pass_a_rule():
     assert (v.verdict, v.check_score) == (None, None)
     v = decide(RuleVerdict(rule, "case", [na, CheckResult("permanence", "fail", 0.1)]), 3)
     assert (v.verdict, v.decided_by, v.check_score) == (False, "checks", 0.1)
+
+
+def test_copies_of_one_sample_never_overturn_a_measured_pass():
+    """k=3 samples that came back as one text (a server that does not sample) are one independent
+    vote (``judge_protocol.ask`` keeps distinct samples only): agreement 1.0 of one vote is no
+    unanimous judge, so the measured pass stands (issue 62; 85cf2c2 counted three votes)."""
+    v = _v("pass", False)
+    v.judge = JudgeVerdict(False, 1.0, [False], samples=3, identical=2)
+    assert (decide(v, 3).verdict, v.decided_by) == (True, "checks")
+    assert summarize([v])["judge_compliance"] == 0.0  # the one vote counts once
