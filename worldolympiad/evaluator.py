@@ -281,7 +281,8 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
     from worldolympiad.suites import SuiteError, load_suite_lenient
 
     config = config or EvalConfig()
-    device = resolve_device(config.device)
+    # On Ray the cluster's devices count, not this machine's (worldolympiad.ray_executor resolves auto).
+    device = resolve_device(config.device) if config.executor == "local" else config.device
     out = Path(config.out)
     run_dir = out / (config.shard.dirname(spec.dirname) if config.shard else spec.dirname)
     cache_dir = Path(config.cache_dir) if config.cache_dir else out / ".cache"
@@ -461,20 +462,10 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
             elif kind == "start":
                 progress.start(payload["case_id"], int(payload["seed"]), payload["stage"], worker=payload.get("pid"))
 
-        workers = config.workers
-        if workers > 1 and len(units) > 1 and not _picklable(env):
-            logger.warning("--workers %d: the model or a track is not importable by name in a new process "
-                           "(registered at runtime?); running in this process instead", workers)
-            workers = 1
-        if workers <= 1 or len(units) <= 1:
-            worker = _Worker(env, on_message)
-            try:
-                for unit in units:
-                    worker.run_unit(unit)
-            finally:
-                worker.close()
+        if config.executor != "local":
+            _run_on_ray(config, env, units, on_message, write_row)
         else:
-            _run_in_processes(env, units, workers, on_message, write_row)
+            _run_locally(config.workers, env, units, on_message, write_row)
     finally:
         line.close()
         results.close()
@@ -492,6 +483,39 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     tmp.replace(run_dir / SUMMARY)
     return RunOutcome(run_dir=run_dir, rows=rows, summary=summary, computed=computed, skipped=skipped,
                       recomputed_inputs=len(stale), changed=changed, reused_failed=reused_failed)
+
+
+def _run_locally(workers: int, env: _Env, units: list[_Unit], on_message: Any, write_row: Any) -> None:
+    """The units in this process (``workers`` 1) or in ``workers`` spawned processes; this process writes every row."""
+    if workers > 1 and len(units) > 1 and not _picklable(env):
+        logger.warning("--workers %d: the model or a track is not importable by name in a new process "
+                       "(registered at runtime?); running in this process instead", workers)
+        workers = 1
+    if workers <= 1 or len(units) <= 1:
+        worker = _Worker(env, on_message)
+        try:
+            for unit in units:
+                worker.run_unit(unit)
+        finally:
+            worker.close()
+    else:
+        _run_in_processes(env, units, workers, on_message, write_row)
+
+
+def _run_on_ray(config: EvalConfig, env: _Env, units: list[_Unit], on_message: Any, write_row: Any) -> None:
+    """The units on a Ray cluster (:mod:`worldolympiad.ray_executor`); this process writes every row."""
+    from worldolympiad.ray_executor import RayExecutor, RayExecutorError
+
+    if not _picklable(env):
+        raise EvaluationError("--executor ray: the model or a track is not importable by name on the cluster "
+                              "(registered at runtime?); register it in an installed package or use --executor local")
+    executor = RayExecutor(config.executor, config.workers)
+    try:
+        executor.run(env, units, on_message, write_row)
+    except RayExecutorError as e:
+        raise EvaluationError(str(e)) from e
+    finally:
+        executor.close()
 
 
 def _current_inputs(cases: Sequence[Case], seeds: Mapping[str, Sequence[int]], factory: Any, arg: str | None,

@@ -122,6 +122,16 @@ class Track:
     name: ClassVar[str] = "track"
     version: ClassVar[str] = "1"
     OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {}
+    # What scoring one video asks a Ray cluster for (a plugin without track.yaml; else its ``resources:``).
+    RESOURCES: ClassVar[Mapping[str, float]] = {}
+
+    @classmethod
+    def resources(cls) -> dict[str, float]:
+        """``num_cpus`` / ``num_gpus`` one (case, seed) of this track needs (default one CPU); the GPU
+        request counts only on a ``--device cuda`` run (:mod:`worldolympiad.ray_executor`)."""
+        spec = None if cls.RESOURCES else cls.spec()
+        declared = dict(cls.RESOURCES) if cls.RESOURCES else dict(spec.resources) if spec is not None else {}
+        return {"num_cpus": 1.0, **declared}
 
     @classmethod
     def declared_options(cls) -> dict[str, OptionSpec]:

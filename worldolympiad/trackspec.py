@@ -127,6 +127,8 @@ class TrackSpec:
         weights: Track-score weights by metric name (a subset of ``metrics``).
         options: Option defaults (``--option <track>.<key>`` overrides them).
         option_specs: The declared options (type, default, help) by key.
+        resources: What one (case, seed) of this track asks a Ray cluster for (``num_cpus``, ``num_gpus``;
+            ``resources:`` in track.yaml; ``num_gpus`` only on a ``--device cuda`` run; docs/cluster.md).
     """
 
     name: str
@@ -136,6 +138,7 @@ class TrackSpec:
     weights: dict[str, float] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     option_specs: dict[str, OptionSpec] = field(default_factory=dict)
+    resources: dict[str, float] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> MetricSpec:
         """The declared metric ``name``.
@@ -194,7 +197,22 @@ def _load(path: Path) -> TrackSpec:
         raise ValueError(f"{path}: score.weights name undeclared metrics {unknown}; declared: {sorted(metrics)}")
     options = parse_option_specs(path, d.get("options"))
     return TrackSpec(str(d["name"]), str(d["version"]), str(d.get("description", "")), metrics, weights,
-                     {k: o.default for k, o in options.items()}, options)
+                     {k: o.default for k, o in options.items()}, options, _resources(path, d.get("resources")))
+
+
+#: the keys a ``resources:`` mapping may hold (Ray's names for a task's requests)
+RESOURCE_KEYS = ("num_cpus", "num_gpus")
+
+
+def _resources(path: Path, d: Any) -> dict[str, float]:
+    if d is None:
+        return {}
+    if not isinstance(d, dict) or set(d) - set(RESOURCE_KEYS):
+        raise ValueError(f"{path}: 'resources' must map {' / '.join(RESOURCE_KEYS)} to numbers >= 0, got {d!r}")
+    out = {str(k): _number(path, f"resources.{k}", v) for k, v in d.items()}
+    if any(v < 0 for v in out.values()):
+        raise ValueError(f"{path}: 'resources' must be numbers >= 0, got {d!r}")
+    return out
 
 
 def _metric_spec(path: Path, i: int, m: Any) -> MetricSpec:

@@ -56,6 +56,33 @@ class _Env:
     model_options: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class StoredVideo:
+    """A unit's video as it lies in the run directory (``videos/<case>__s<seed>.*``), plus what its decode
+    alone does not carry. It crosses from the worker that generated the video to the workers that score it
+    (:mod:`worldolympiad.ray_executor`), which decode the file again (:meth:`_Worker.video_from_store`).
+
+    Attributes:
+        chunks: the chunk boundaries the scored video has.
+        metadata: the scored video's metadata.
+        shape: ``[T, H, W, 3]`` of the scored frames.
+        crc32: CRC-32 of the scored frames' bytes; a decode that differs is refused, never scored.
+        warnings: what weakens the evidence of this video (recorded on each of its rows).
+    """
+
+    chunks: tuple[Any, ...]
+    metadata: dict[str, Any]
+    shape: tuple[int, ...]
+    crc32: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _frames_crc32(frames: np.ndarray) -> int:
+    import zlib
+
+    return zlib.crc32(np.ascontiguousarray(frames).data) & 0xFFFFFFFF
+
+
 class _Worker:
     """Scores units. Lives in the parent (``workers=1``) or once per worker process."""
 
@@ -105,6 +132,16 @@ class _Worker:
                 row.inputs = unit.inputs
                 self.emit("row", row.to_dict())
             return
+        load_reference = self.reference_loader(case, seed)
+        warnings = self.input_warnings(case, seed, video)
+        for t in unit.tracks:
+            row = self.run_track(t, video, case, seed, load_reference)
+            row.inputs = unit.inputs
+            row.warnings = warnings
+            self.emit("row", row.to_dict())
+
+    def reference_loader(self, case: Case, seed: int) -> Callable[[], Video | None]:
+        """Loads the case's reference once, on the first call of any track that asks (timed, published)."""
         ref_cache: dict[str, Video | None] = {}
 
         def load_reference() -> Video | None:
@@ -117,12 +154,42 @@ class _Worker:
                 self.publish_reference(case, ref_cache["ref"])
             return ref_cache["ref"]
 
-        warnings = self.input_warnings(case, seed, video)
-        for t in unit.tracks:
-            row = self.run_track(t, video, case, seed, load_reference)
-            row.inputs = unit.inputs
-            row.warnings = warnings
-            self.emit("row", row.to_dict())
+        return load_reference
+
+    def store_video(self, case: Case, seed: int) -> StoredVideo:
+        """Generate (or, resuming, read) the video of ``case`` and ``seed`` into the run directory, as
+        :meth:`run_unit` does, and say what scoring it needs beyond the file.
+
+        Raises:
+            Exception: whatever :meth:`obtain_video` raises (the caller records it on the unit's rows).
+        """
+        video = self.obtain_video(case, seed)
+        return StoredVideo(chunks=tuple(video.chunks), metadata=dict(video.metadata),
+                           shape=tuple(int(x) for x in video.frames.shape), crc32=_frames_crc32(video.frames),
+                           warnings=self.input_warnings(case, seed, video))
+
+    def video_from_store(self, case: Case, seed: int, stored: StoredVideo) -> Video:
+        """The frames :meth:`store_video` produced, decoded from the run directory.
+
+        Raises:
+            VideoError: the file is gone, unreadable, or decodes to other frames than those stored
+                (a run directory that is not the same on every machine: see docs/cluster.md).
+        """
+        from worldolympiad.budgets import decode_limits
+        from worldolympiad.video.io import VideoError, read_video
+
+        path = _existing_video(self.video_path(case, seed))
+        if path is None:
+            raise VideoError(f"{self.video_path(case, seed)}: the stored video is not in the run directory on this "
+                             "machine; every Ray node must see the run directory (shared storage, docs/cluster.md)")
+        video = read_video(path, **decode_limits(case))
+        if tuple(video.frames.shape) != stored.shape or _frames_crc32(video.frames) != stored.crc32:
+            raise VideoError(f"{path} decodes to other frames ({list(video.frames.shape)}) than the ones stored "
+                             f"({list(stored.shape)}); the file changed after it was written: rerun with "
+                             "--retry-failed")
+        video.chunks = stored.chunks
+        video.metadata = dict(stored.metadata)
+        return video
 
     def input_warnings(self, case: Case, seed: int, video: Video) -> list[str]:
         """What weakens the evidence of this video (``kind: finding``; recorded on its rows).
@@ -157,12 +224,15 @@ class _Worker:
         path = self.env.run_dir / REFERENCES / f"{case.id}.mp4"
         if path.exists():
             return
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.mp4")  # tracks of one case may publish at once
         try:
             from worldolympiad.video.io import write_video
 
-            write_video(path, ref.frames, ref.fps)
+            write_video(tmp, ref.frames, ref.fps)
+            tmp.replace(path)
         except Exception:  # noqa: BLE001 - display copy only
             logger.debug("could not publish reference of %s", case.id, exc_info=True)
+            tmp.unlink(missing_ok=True)
 
     def video_path(self, case: Case, seed: int) -> Path:
         return self.env.run_dir / VIDEOS / f"{case.id}__s{seed}.mp4"

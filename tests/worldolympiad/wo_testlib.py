@@ -31,7 +31,8 @@ class CountingTrack(Track):
     name = "counting"
     version = "3"
     OPTIONS = {"calls": OptionSpec("path", None, "file that gets one line per evaluate call"),
-               "sleep": OptionSpec("float", 0, "seconds to sleep per call")}
+               "sleep": OptionSpec("float", 0, "seconds to sleep per call"),
+               "pids": OptionSpec("path", None, "file that gets '<case> <seed> <pid>' per call, before the sleep")}
 
     def applicability(self, case: Case) -> str | None:
         if case.metadata.get("skip_counting"):
@@ -43,6 +44,10 @@ class CountingTrack(Track):
         if calls:
             with open(calls, "a") as f:
                 f.write(f"{case.id} {ctx.seed}\n")
+        pids = ctx.option("counting.pids")
+        if pids:
+            with open(pids, "a") as f:
+                f.write(f"{case.id} {ctx.seed} {os.getpid()}\n")
         time.sleep(float(ctx.option("counting.sleep", 0)))
         with ctx.timed("brightness"):
             brightness = float(video.frames.mean()) / 255.0

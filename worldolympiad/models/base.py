@@ -75,6 +75,10 @@ class WorldModel:
     interactive: ClassVar[bool] = False
     # The ``--option model.KEY=VALUE`` keys this adapter reads (worldolympiad.options); none by default.
     OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {}
+    # What one copy of the model (a Ray actor, evaluate-model --executor ray) asks the cluster for:
+    # ``num_gpus`` (only on a --device cuda run; unset: 1) and ``num_cpus`` (held only with a GPU; a CPU
+    # model's actors hold no CPU, so scoring tasks always find one). See worldolympiad.ray_executor.
+    RESOURCES: ClassVar[Mapping[str, float] | None] = None
 
     def generate(self, case: Case, seed: int = 0) -> Video:
         """Generate the whole video for ``case``. Default: concatenate :meth:`rollout`."""

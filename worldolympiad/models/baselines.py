@@ -98,6 +98,7 @@ class RepeatFirstFrameModel(WorldModel):
     """
 
     interactive = False
+    RESOURCES = {"num_gpus": 0}  # no GPU: the first frame, held
 
     @classmethod
     def check(cls, arg: str | None) -> None:

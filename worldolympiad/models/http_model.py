@@ -105,6 +105,7 @@ class HttpModel(WorldModel):
         "timeout": OptionSpec("float", 600.0, "seconds to wait for one answer"),
         "header": OptionSpec("str", None, "one extra request header, e.g. 'Authorization: Bearer TOKEN'"),
     }
+    RESOURCES: ClassVar[Mapping[str, float] | None] = {"num_gpus": 0}  # the server generates; this only waits
 
     @classmethod
     def check(cls, arg: str | None) -> None:

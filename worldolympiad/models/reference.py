@@ -212,6 +212,7 @@ class ReferenceModel(WorldModel):
     """
 
     interactive = False
+    RESOURCES = {"num_gpus": 0}  # no GPU: simulators render on the CPU
 
     @classmethod
     def check(cls, arg: str | None) -> None:
@@ -244,6 +245,7 @@ class PerturbedModel(WorldModel):
     """
 
     interactive = False
+    RESOURCES = {"num_gpus": 0}  # no GPU: simulators render on the CPU
 
     @classmethod
     def check(cls, arg: str | None) -> None:

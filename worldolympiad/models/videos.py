@@ -50,6 +50,7 @@ class VideosModel(WorldModel):
     """
 
     interactive = False
+    RESOURCES = {"num_gpus": 0}  # no GPU: it reads files
 
     def __init__(self, arg: str | None, **options: Any) -> None:
         if not arg:

@@ -1,0 +1,139 @@
+"""`evaluate-model --executor ray` on a local Ray cluster (issue 61 acceptance 1 and 4): a Ray run of smoke equals
+the local run row for row, and a run whose scoring worker and model actor are killed mid-run still writes every
+row exactly once, with the local run's scores. One cluster (2 CPUs, 127.0.0.1) serves the whole module."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import wo_testlib
+
+from worldolympiad.evaluator import EvalConfig, evaluate, make_run_spec
+from worldolympiad.ray_executor import RayExecutorError, parse_executor, request
+
+ray = pytest.importorskip("ray")  # in the `test` extra; `pip install 'worldolympiad[ray]'`
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A 2-CPU Ray instance on 127.0.0.1 whose workers import what this process imports (wo_testlib)."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(wo_testlib.HERE), *([saved] if saved else [])])
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+             logging_level="ERROR")
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def _rows(run_dir: Path) -> dict[tuple[str, int, str], dict]:
+    """Rows by key, without timings (wall-clock seconds); a key written twice fails the test."""
+    out = {}
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        r.pop("timings", None)
+        key = (r["case_id"], r["seed"], r["track"])
+        assert key not in out, f"row {key} written twice"
+        out[key] = r
+    return out
+
+
+def _pids(run_dir: Path, stages: tuple[str, ...]) -> set[int]:
+    return {json.loads(line)["pid"] for line in (run_dir / "timings.jsonl").read_text().splitlines()
+            if json.loads(line)["stage"] in stages}
+
+
+@pytest.mark.parametrize("model", ["reference", "perturbed:teleport@0.5"])
+def test_a_ray_run_of_smoke_equals_the_local_run_row_for_row(cluster, tmp_path, model):
+    # reference links the simulator's files into the run; the perturbation is encoded and decoded back
+    spec = make_run_spec(model, "smoke", ["physics", "interaction", "longvideo"], [0])
+    local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False, limit=12))
+    on_ray = evaluate(spec, EvalConfig(out=tmp_path / "ray", progress=False, limit=12, executor="ray", workers=2))
+    assert on_ray.run_dir.name == local.run_dir.name  # same spec, same run hash
+    rows = _rows(on_ray.run_dir)
+    assert rows == _rows(local.run_dir) and len(rows) == 36
+    assert sum(r["status"] == "ok" for r in rows.values()) >= 12
+    assert on_ray.summary == local.summary
+    assert os.getpid() not in _pids(on_ray.run_dir, ("generate", "read", "physics", "longvideo")), "ran on Ray"
+    # resume means what it means locally: the same command again computes nothing
+    again = evaluate(spec, EvalConfig(out=tmp_path / "ray", progress=False, limit=12, executor="ray"))
+    assert again.computed == 0 and again.skipped == 36
+
+
+def _first_line(path: Path, timeout: float = 120) -> list[str]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and (lines := path.read_text().splitlines()):
+            return lines[0].split()
+        time.sleep(0.01)
+    raise AssertionError(f"nothing in {path} after {timeout} s")
+
+
+def test_killing_a_scoring_worker_and_the_model_actor_mid_run_loses_and_doubles_no_row(cluster, tmp_path):
+    pids = tmp_path / "pids.txt"  # '<case> <seed> <pid>' as each counting task starts (then it sleeps 0.4 s)
+    spec = make_run_spec("reference", "smoke", ["counting", "longvideo"], [0],
+                         options={"counting.pids": str(pids), "counting.sleep": 0.4})
+    config = EvalConfig(out=tmp_path / "ray", progress=False, limit=8, executor="ray", cache_dir=tmp_path / "cache")
+    outcome: dict = {}
+    run = threading.Thread(target=lambda: outcome.update(result=evaluate(spec, config)))
+    run.start()
+    run_dir = tmp_path / "ray" / spec.dirname
+    timing = _first_line(run_dir / "timings.jsonl")  # the model actor returned its first video
+    actor_pid = json.loads(" ".join(timing))["pid"]
+    os.kill(actor_pid, signal.SIGKILL)  # the actor restarts, builds the model again, and reruns its calls
+    case_id, seed, worker_pid = _first_line(pids)
+    os.kill(int(worker_pid), signal.SIGKILL)  # mid-task: it wrote its line and is sleeping
+    run.join(timeout=300)
+    assert not run.is_alive() and "result" in outcome
+    rows = _rows(run_dir)
+    assert set(rows) == {(k[0], 0, t) for k in rows for t in ("counting", "longvideo")} and len(rows) == 16
+    assert all(r["status"] != "failed" for r in rows.values()), [r["errors"] for r in rows.values() if r["errors"]]
+    started = [line.split()[:2] for line in pids.read_text().splitlines()]
+    assert started.count([case_id, seed]) >= 2, "the killed task was run again"
+    assert len(_pids(run_dir, ("generate", "read")) - {actor_pid}) >= 1, "a new actor took over after the kill"
+    local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False, limit=8, cache_dir=tmp_path / "cache"))
+    assert rows == _rows(local.run_dir)
+
+
+def test_resource_requests_ask_for_gpus_only_on_cuda_runs():
+    from worldolympiad.registries import TRACKS
+
+    geometry = TRACKS.get("geometry").resources()
+    assert geometry == {"num_cpus": 1.0, "num_gpus": 0.5}  # tracks/geometry/track.yaml
+    assert TRACKS.get("physics").resources() == {"num_cpus": 1.0}
+    assert request(geometry, "cuda") == {"num_cpus": 1.0, "num_gpus": 0.5}
+    assert request(geometry, "cpu") == {"num_cpus": 1.0, "num_gpus": 0.0}
+    # a model actor holds a CPU only together with a GPU, so scoring tasks always find a CPU
+    assert request({"num_gpus": 0}, "cuda", holds_cpu_without_gpu=False) == {"num_cpus": 0.0, "num_gpus": 0.0}
+    assert request({"num_gpus": 1}, "cuda", holds_cpu_without_gpu=False) == {"num_cpus": 1.0, "num_gpus": 1.0}
+    assert parse_executor("ray") is None and parse_executor("ray:10.0.0.1:6379") == "10.0.0.1:6379"
+    with pytest.raises(RayExecutorError, match="ray:ADDRESS"):
+        parse_executor("spark")
+
+
+def test_bad_executor_exits_2_and_a_local_run_never_imports_ray(videos_suite, tmp_path):
+    from worldolympiad.cli.evaluate import main as evaluate_main
+
+    suite, vids = videos_suite
+    assert evaluate_main(["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting",
+                          "--executor", "spark", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    code = ("import sys, wo_testlib; wo_testlib.register_test_tracks(); from worldolympiad.cli.evaluate import main; "
+            "rc = main(sys.argv[1:]); assert 'ray' not in sys.modules, 'ray imported'; sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", code, "--model", f"videos:{vids}", "--suite", str(suite), "--tracks",
+                        "counting", "--out", str(tmp_path / "o"), "--no-progress", "--no-report"],
+                       env=wo_testlib.subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
