@@ -98,7 +98,8 @@ def _chance_note(metric: dict[str, Any]) -> str:
 
 
 def _warnings_section(results: list[dict[str, Any]], run_dir: Path) -> list[str]:
-    """Run-level errors (``summary.json``'s ``run_errors``: a judge outage) and each video's input
+    """Run-level errors (``summary.json``'s ``run_errors``: a judge outage), the judge's accounting
+    (requests, failures by kind, tokens, copied samples) and each video's input
     warnings (4:2:0, lossy, size, length, fps against its case; the rows' ``warnings``), which
     weaken the evidence behind the scores below; empty when there are none."""
     out: list[str] = []
@@ -111,6 +112,15 @@ def _warnings_section(results: list[dict[str, Any]], run_dir: Path) -> list[str]
     if run_errors:
         out.append("<h2>Run errors</h2><ul>" + "".join(f"<li class='failed'>{html.escape(e)}</li>" for e in run_errors)
                    + "</ul>")
+    judge = summary.get("judge") if isinstance(summary, dict) else None
+    if isinstance(judge, dict) and judge.get("sent"):
+        notes = [str(w) for w in (summary.get("judge_warnings") or [])]
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted((judge.get("failed_by_kind") or {}).items())) or "none"
+        out.append(f"<h2>Judge</h2><p>{judge['sent']} request(s): {judge.get('ok', 0)} answered, "
+                   f"{judge.get('failed', 0)} failed ({html.escape(kinds)}); {judge.get('usable', 0)} usable answer(s); "
+                   f"{judge.get('prompt_tokens', 0):,} prompt + {judge.get('completion_tokens', 0):,} answer tokens.</p>"
+                   + ("<ul>" + "".join(f"<li class='not_applicable'>{html.escape(w)}</li>" for w in notes) + "</ul>"
+                      if notes else ""))
     seen: dict[tuple[str, int], list[str]] = {}
     for r in results:
         if r.get("warnings"):

@@ -225,3 +225,19 @@ def test_a_healthy_judge_is_no_run_error_and_a_spent_budget_is_said(chat, tmp_pa
     out = capsys.readouterr().out
     assert "RUN ERROR" not in out and srv.requests == 2
     assert "judge budget of 2 request(s) spent: 7 request(s) not sent" in out
+
+
+def test_copied_samples_are_counted_per_run_and_said(tmp_path):
+    """Three samples with one text, twice: the run ledger counts 6 answered and 2 independent samples,
+    and summary.json warns that the server is not sampling (and how to make it)."""
+    from worldolympiad.judges.ledger import judge_run_summary
+
+    j = Scripted([_v(True, 0.9)] * 6, cache_dir=tmp_path / "c", run_dir=tmp_path / "run", temperature=0.7)
+    for q in ("q1", "q2"):
+        ans = j.ask_json(q, FRAMES, keys=KEYS, samples=3)
+        assert len(ans.answers) == 3 and len(ans.distinct()) == 1
+    s = judge_run_summary(tmp_path / "run")
+    assert (s["judge"]["answered_samples"], s["judge"]["independent_samples"], s["judge"]["identical_samples"]) == \
+        (6, 2, 4)
+    assert "4 of 6 judge samples repeated an earlier sample" in s["judge_warnings"][0]
+    assert "do_sample" in s["judge_warnings"][0] and "run_errors" not in s

@@ -298,6 +298,9 @@ def test_with_the_judge_down_strict_fails_and_model_free_scores_match_a_run_with
     requests = 2 * questions  # retries=1: every question tried twice, every attempt counted
     assert summary["judge"]["outage"] is True and summary["judge"]["failed_by_kind"] == {"connection": requests}
     assert "judge outage" in summary["run_errors"][0] and f"{requests} connection" in summary["run_errors"][0]
+    assert f"judge: {requests} request(s), {requests} failed ({requests} connection), 0 usable answer(s)" in out
+    report = (summary_path.parent / "report.html").read_text()
+    assert "Run errors" in report and "judge outage" in report and f"{requests} failed ({requests} connection)" in report
 
     assert down_row["status"] == base_row["status"] == "ok" and down_row["score"] == base_row["score"]
     pick = {m["name"]: (m["raw"], m["normalized"], m["status"]) for m in base_row["metrics"] if m["name"] in MODEL_FREE}

@@ -283,9 +283,16 @@ def _run_model(model: str, args: argparse.Namespace, plan: _Plan) -> tuple[RunSp
 
 
 def _judge_notes(summary: dict[str, Any]) -> list[str]:
-    """The run-level judge lines: an outage (also ``run_errors`` in summary.json) and a spent budget."""
+    """The run-level judge lines: an outage (also ``run_errors`` in summary.json), what the judge cost
+    and how it failed, copied samples (``judge_warnings``) and a spent budget."""
     lines = [f"RUN ERROR: {e}" for e in summary.get("run_errors") or ()]
     judge = summary.get("judge") or {}
+    if judge.get("sent"):
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted((judge.get("failed_by_kind") or {}).items()))
+        lines.append(f"judge: {judge['sent']} request(s), {judge.get('failed', 0)} failed{f' ({kinds})' if kinds else ''}, "
+                     f"{judge.get('usable', 0)} usable answer(s), {judge.get('prompt_tokens', 0):,} prompt + "
+                     f"{judge.get('completion_tokens', 0):,} answer tokens")
+    lines += [f"JUDGE WARNING: {w}" for w in summary.get("judge_warnings") or ()]
     if judge.get("refused"):
         lines.append(f"judge budget of {judge.get('budget')} request(s) spent: {judge['refused']} request(s) not "
                      "sent, their judge metrics are missing (raise it with ?budget=N on --judge)")

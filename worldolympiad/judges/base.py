@@ -458,6 +458,8 @@ class CachedJudge(Judge):
         with self._lock:
             self.samples_answered += len(out.answers)
             self.samples_independent += len(out.distinct())
+        if self.ledger is not None and samples > 1 and out.answers:
+            self.ledger.record_votes(len(out.answers), len(out.distinct()))
         if not out.answers:
             kind = next(iter(out.failures), "error")
             if "malformed" in out.failures and len(out.failures) > 1:

@@ -36,9 +36,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from worldolympiad.judges import FAILURE_KINDS
+
 LEDGER = "judge_ledger.json"
 LOCK = "judge_ledger.lock"
-COUNTS = ("sent", "ok", "failed", "refused", "usable", "unusable", "prompt_tokens", "completion_tokens")
+
+# Flat integer counters (failures by kind as ``failed_<kind>``), so the ledgers of shards of one run
+# merge by summing (worldolympiad.shards).
+COUNTS = ("sent", "ok", "failed", "refused", "usable", "unusable", "prompt_tokens", "completion_tokens",
+          "answered_samples", "independent_samples", *(f"failed_{k}" for k in FAILURE_KINDS))
 
 
 class RunLedger:
@@ -99,9 +105,7 @@ class RunLedger:
             d["prompt_tokens"] += int(tokens[0])
             d["completion_tokens"] += int(tokens[1])
             if not ok:
-                by = dict(d.get("failed_by_kind") or {})
-                by[kind or "error"] = by.get(kind or "error", 0) + 1
-                d["failed_by_kind"] = by
+                d[f"failed_{kind if kind in FAILURE_KINDS else 'error'}"] += 1
             if error:
                 d["last_error"] = error[:300]
 
@@ -112,9 +116,20 @@ class RunLedger:
             if problem:
                 d["last_problem"] = problem[:300]
 
+    def record_votes(self, answered: int, independent: int) -> None:
+        """One question's usable samples and how many of them were not copies of an earlier one."""
+        with self._locked() as d:
+            d["answered_samples"] += int(answered)
+            d["independent_samples"] += int(independent)
+
     def read(self) -> dict[str, Any]:
         with self._locked() as d:
             return dict(d)
+
+
+def failed_by_kind(ledger: dict[str, Any]) -> dict[str, int]:
+    """``{"timeout": 3, "http": 1}`` from a ledger's ``failed_<kind>`` counters (kinds with none left out)."""
+    return {k: int(ledger[f"failed_{k}"]) for k in FAILURE_KINDS if ledger.get(f"failed_{k}")}
 
 
 def judge_run_summary(run_dir: str | Path) -> dict[str, Any]:
@@ -127,11 +142,11 @@ def judge_run_summary(run_dir: str | Path) -> dict[str, Any]:
     d = RunLedger(run_dir).read()
     outage = d["sent"] > 0 and d["usable"] == 0
     out: dict[str, Any] = {"judge": {**{k: d[k] for k in COUNTS}, "budget": d.get("budget"), "outage": outage,
-                                     "failed_by_kind": d.get("failed_by_kind") or {},
+                                     "failed_by_kind": failed_by_kind(d),
                                      "last_error": d.get("last_error"), "last_problem": d.get("last_problem")}}
     if outage:
         if d["ok"] == 0:
-            kinds = ", ".join(f"{n} {k}" for k, n in sorted((d.get("failed_by_kind") or {}).items()))
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(failed_by_kind(d).items()))
             why = (f"all {d['sent']} judge request(s) failed ({kinds or 'unknown'}; "
                    f"last error: {d.get('last_error') or 'unknown'})")
         else:
@@ -139,4 +154,13 @@ def judge_run_summary(run_dir: str | Path) -> dict[str, Any]:
                    f"(last problem: {d.get('last_problem') or 'unknown'})")
         out["run_errors"] = [f"judge outage: {why}; every judge-based metric of this run is missing. "
                              "Fix the judge (--judge) and score again without reusing rows (--no-resume)"]
+    copies = d["answered_samples"] - d["independent_samples"]
+    if copies > 0:
+        out["judge"]["identical_samples"] = copies
+        out["judge_warnings"] = [
+            f"{copies} of {d['answered_samples']} judge samples repeated an earlier sample of the same question word "
+            "for word and counted as no vote: the server is not sampling. Votes are over "
+            f"{d['independent_samples']} independent samples. Make it sample (docs/judges.md: transformers serve "
+            "extra_body={\"generation_config\": \"{\\\"do_sample\\\": true}\"}; vLLM extra_body={\"top_k\": -1} "
+            "or --generation-config vllm) or ask one sample (physics.judge_samples=1)"]
     return out
