@@ -46,6 +46,7 @@ BENCH := MUJOCO_GL=$${MUJOCO_GL:-egl} OMP_NUM_THREADS=1 $(PYTHON)
 bench: setup
 	$(BENCH) bench/bench_inferix.py --quick
 	$(BENCH) bench/bench_evaluator.py
+	$(BENCH) bench/bench_ray.py
 	$(BENCH) bench/bench_smoke_render.py
 	$(BENCH) bench/bench_scenarios_a.py
 	$(BENCH) bench/bench_physics.py --no-speed

@@ -208,7 +208,7 @@ class RayExecutor:
         declared = getattr(env.model_factory, "RESOURCES", None)
         model_req = request(declared if declared is not None else {"num_gpus": 1}, device,
                             holds_cpu_without_gpu=False)
-        actor_env = ray.put(_on(env, model_req["num_gpus"] > 0))
+        actor_env = _on(env, model_req["num_gpus"] > 0)  # passed by value: a restarted actor needs it again
         track_req: dict[str, dict[str, float]] = {}
         track_env: dict[str, Any] = {}
         envs: dict[bool, Any] = {}

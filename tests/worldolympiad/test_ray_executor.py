@@ -109,6 +109,35 @@ def test_killing_a_scoring_worker_and_the_model_actor_mid_run_loses_and_doubles_
     assert rows == _rows(local.run_dir)
 
 
+def test_a_killed_driver_leaves_a_run_that_the_same_command_resumes(cluster, tmp_path):
+    # The driver is a separate evaluate-model process that joins this module's cluster by address.
+    address = cluster.get_runtime_context().gcs_address
+    calls, out = tmp_path / "calls.txt", tmp_path / "runs"
+    args = ["--model", "reference", "--suite", "smoke", "--tracks", "counting", "--limit", "6", "--out", str(out),
+            "--no-progress", "--no-report", "--executor", f"ray:{address}", "--option", f"counting.calls={calls}",
+            "--option", "counting.sleep=0.4", "--option", f"counting.pids={tmp_path / 'pids.txt'}"]
+    code = ("import sys, wo_testlib; wo_testlib.register_test_tracks(); "
+            "from worldolympiad.cli.evaluate import main; sys.exit(main(sys.argv[1:]))")
+    driver = subprocess.Popen([sys.executable, "-c", code, *args], env=wo_testlib.subprocess_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_dir = out / make_run_spec("reference", "smoke", ["counting"], [0], options={
+        "counting.calls": str(calls), "counting.sleep": 0.4, "counting.pids": str(tmp_path / "pids.txt")}).dirname
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((run_dir / "results.jsonl").exists()
+                                          and (run_dir / "results.jsonl").read_text().count("\n") >= 2):
+        time.sleep(0.02)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    before = _rows(run_dir)
+    assert 2 <= len(before) < 6, "the kill should land halfway"
+    r = subprocess.run([sys.executable, "-c", code, *args], env=wo_testlib.subprocess_env(), capture_output=True,
+                       text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    after = _rows(run_dir)
+    assert len(after) == 6 and {k: after[k] for k in before} == before, "finished rows are kept as they were"
+    assert f"({6 - len(before)} rows computed, {len(before)} reused)" in r.stdout
+
+
 def test_resource_requests_ask_for_gpus_only_on_cuda_runs():
     from worldolympiad.registries import TRACKS
 
