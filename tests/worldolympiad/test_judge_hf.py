@@ -35,6 +35,8 @@ def test_hf_judge_answers_votes_and_caches(tiny_vlm_dir, tmp_path):
     ans = judge.ask_json(QUESTION, FRAMES, keys=KEYS, samples=3)
     assert ans.answers == [json.loads(ANSWER)] * 3
     assert ans.calls == 3
+    # the same protocol as openai: tokens counted, copies of one answer are one independent vote
+    assert ans.prompt_tokens > 3 * 2 and ans.completion_tokens > 0 and len(ans.distinct()) == 1
     assert majority(ans.answers, "compliant") == (True, 1.0)
     assert judge.describe()["architecture"] == "Qwen2VLForConditionalGeneration"
 
