@@ -74,6 +74,18 @@ def test_a_ray_run_of_smoke_equals_the_local_run_row_for_row(cluster, tmp_path, 
     assert again.computed == 0 and again.skipped == 36
 
 
+def test_a_ray_run_fits_geometry_as_the_local_run_does(cluster, tmp_path):
+    # geometry asks for half a GPU on cuda runs (track.yaml): on this CPU cluster it gets one CPU, no GPU
+    spec = make_run_spec("reference", "smoke", ["geometry"], [0])
+    local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False, limit=1))
+    on_ray = evaluate(spec, EvalConfig(out=tmp_path / "ray", progress=False, limit=1, executor="ray"))
+    rows, local_rows = _rows(on_ray.run_dir), _rows(local.run_dir)
+    for r in [*rows.values(), *local_rows.values()]:  # wall-clock seconds of the splat fit
+        for m in r["metrics"]:
+            (m.get("details") or {}).get("fit", {}).pop("seconds", None)
+    assert rows == local_rows and [r["status"] for r in rows.values()] == ["ok"]
+
+
 def _first_line(path: Path, timeout: float = 120) -> list[str]:
     deadline = time.time() + timeout
     while time.time() < deadline:
