@@ -218,8 +218,9 @@ def test_extra_body_reaches_the_server(server, tmp_path):
     (400, "invalid image", "http", "will refuse it again"),
     (401, "bad key", "http", "check the API key"),
     (422, "Unexpected fields in the request: {'top_k'}", "http", "against what the server accepts"),
-    (400, "The prompt has 1391 tokens, but the model takes at most 1024, prompt and answer (`--max-model-len`).",
-     "context_length", "prompt of 1,391 tokens (2 frame(s)) exceeds the server's 1,024-token context"),
+    # 3,391 tokens for 2 frames: not even one frame would fit (int(2 x 768 / 3391) = 0), so not asked again
+    (400, "The prompt has 3391 tokens, but the model takes at most 1024, prompt and answer (`--max-model-len`).",
+     "context_length", "prompt of 3,391 tokens (2 frame(s)) exceeds the server's 1,024-token context"),
 ])
 def test_a_4xx_is_one_failed_request_with_its_kind_and_fix_never_a_bare_error(server, tmp_path, status, body, kind,
                                                                                says):
@@ -281,3 +282,30 @@ def test_context_errors_of_the_common_servers_are_read(text, numbers):
     from worldolympiad.judges.openai import parse_context_error
 
     assert parse_context_error(text) == numbers
+
+
+def test_frames_are_thinned_to_fit_a_context_the_server_names(server, tmp_path):
+    """8 frames make a 2,100-token prompt on a 1,024-token server: the question is asked again on
+    int(8 x (1024 - 256) / 2100) = 2 evenly spaced frames (first and last), and the judge remembers:
+    the next question with 8 frames sends 2 at once. The answer says so."""
+    over = ("error", (400, "The prompt has 2100 tokens, but the model takes at most 1024, prompt and answer."))
+    srv = server([over, _ok(True), _ok(False)])
+    frames = [np.full((16, 16, 3), 10 * i, np.uint8) for i in range(8)]
+    judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path, max_new_tokens=512)
+    ans = judge.ask_json("q", frames, keys=KEYS)
+    assert ans.answers[0]["compliant"] is True and ans.calls == 2 and ans.frames_sent == 2
+    assert "asked on 2 of 8 frames" in ans.notes[0] and "1,024-token" in ans.notes[0]
+    parts = [[p for p in r["messages"][0]["content"] if p["type"] == "image_url"] for r in srv.requests]
+    assert [len(p) for p in parts] == [8, 2]
+    assert parts[1][0] == parts[0][0] and parts[1][1] == parts[0][7]  # evenly spaced: the first and the last
+    again = judge.ask_json("q2", frames, keys=KEYS)
+    assert again.calls == 1 and again.frames_sent == 2 and again.answers[0]["compliant"] is False
+
+
+def test_a_prompt_whose_text_alone_is_over_the_context_fails_without_guessing(server, tmp_path):
+    over = ("error", (400, "The prompt has 5000 tokens, but the model takes at most 1024, prompt and answer."))
+    srv = server([over])
+    judge = build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path)
+    with pytest.raises(JudgeError, match="prompt of 5,000 tokens") as e:
+        judge.ask_json("q", FRAMES, keys=KEYS)  # int(2 x 768 / 5000) = 0 frames: nothing to ask on
+    assert e.value.kind == "context_length" and len(srv.requests) == 1

@@ -39,6 +39,8 @@ class JudgeVerdict:
         calls: requests sent (retries and repairs included, also when the question failed).
         failures: failed samples by kind (``http``, ``context_length``, ``timeout``, ``malformed``...).
         error: why the question has no verdict (or what failed next to the votes it got).
+        frames: frames the judge was shown (fewer than asked when the server's context could not
+            hold them all; ``notes`` says so).
     """
 
     value: bool | None
@@ -54,13 +56,15 @@ class JudgeVerdict:
     failures: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    frames: int | None = None
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "agreement": self.agreement, "votes": self.votes, "confidence": self.confidence,
                 "explanation": self.explanation, "calls": self.calls, "cached": self.cached, "error": self.error,
                 "samples": self.samples, "independent_votes": len(self.votes), "identical_samples": self.identical,
                 "failures": self.failures, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens}
+                "completion_tokens": self.completion_tokens, "frames": self.frames, "notes": self.notes}
 
 
 def sample_indices(T: int, n: int) -> np.ndarray:
@@ -148,4 +152,5 @@ def ask(judge: Any, prompt: str, images: list[np.ndarray], keys: Sequence[str], 
                         float(np.mean(confs)) if confs else None, expl, ans.calls, ans.cached,
                         error="; ".join(errors) or None, samples=len(ans.answers),
                         identical=len(ans.answers) - len(distinct), failures=dict(getattr(ans, "failures", {})),
-                        prompt_tokens=getattr(ans, "prompt_tokens", 0), completion_tokens=getattr(ans, "completion_tokens", 0))
+                        prompt_tokens=getattr(ans, "prompt_tokens", 0), completion_tokens=getattr(ans, "completion_tokens", 0),
+                        frames=getattr(ans, "frames_sent", None) or len(images), notes=list(getattr(ans, "notes", [])))

@@ -61,7 +61,7 @@ def _metric(name: str, raw: float | None, reason: str, details: dict[str, Any] |
 def _verdict_args(d: dict[str, Any]) -> dict[str, Any]:
     """A stage-1 ``JudgeVerdict.to_dict()`` back into constructor arguments (for the accounting)."""
     keys = ("value", "agreement", "votes", "calls", "cached", "error", "samples", "failures", "prompt_tokens",
-            "completion_tokens")
+            "completion_tokens", "frames", "notes")
     return {k: d[k] for k in keys if k in d}
 
 
@@ -95,6 +95,7 @@ def _judge_accounting(asked: list[Any]) -> dict[str, Any]:
         "answered_samples": sum(v.samples for v in asked),
         "independent_votes": sum(len(v.votes) for v in asked),
         "identical_samples": sum(v.identical for v in asked),
+        "questions_on_fewer_frames": sum(1 for v in asked if v.notes),
     }
 
 

@@ -40,15 +40,18 @@ class JudgeError(RuntimeError):
         kind: one of :data:`FAILURE_KINDS`.
         calls: requests sent for the question before it failed (retries and repairs included).
         prompt_tokens, completion_tokens: tokens the server reported for those requests.
+        context: for ``context_length``, ``(prompt tokens, context limit)`` as the server named them
+            (either ``None`` where it did not).
     """
 
     def __init__(self, message: str, *, kind: str = "error", calls: int = 0, prompt_tokens: int = 0,
-                 completion_tokens: int = 0) -> None:
+                 completion_tokens: int = 0, context: tuple[int | None, int | None] | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.calls = calls
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+        self.context = context
 
 
 @dataclass
@@ -62,6 +65,8 @@ class JudgeAnswer:
         calls: requests sent (retries and repairs included); ``cached``: samples from the cache.
         prompt_tokens, completion_tokens: as reported by the server (0 where it reports none).
         failures: failed samples by kind (:data:`FAILURE_KINDS`); ``errors``: what happened to them.
+        frames_sent: how many of the question's frames the judge was shown (fewer than given when
+            the server's context could not hold them all; ``notes`` then says so).
     """
 
     answers: list[dict[str, Any]]
@@ -73,6 +78,8 @@ class JudgeAnswer:
     completion_tokens: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    frames_sent: int | None = None
+    notes: list[str] = field(default_factory=list)
 
     def distinct(self) -> list[dict[str, Any]]:
         """The usable answers whose raw text differs from every earlier one.

@@ -354,6 +354,7 @@ class CachedJudge(Judge):
         self.samples_independent = 0
         self._memory: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._frames_fit: dict[int, int] = {}  # frames given -> frames that fit the server's context (learnt)
 
     # ------------------------------------------------------------ to implement
     def _generate(self, prompt: str, images: Sequence[np.ndarray], *, sample: int, greedy: bool) -> str | Generation:
@@ -411,8 +412,11 @@ class CachedJudge(Judge):
         if samples < 1:
             raise ValueError(f"samples must be >= 1, got {samples}")
         full = f"{prompt}\n\n{json_instruction(keys)}"
-        digest = frames_digest(images)
-        out = JudgeAnswer(answers=[])
+        sent = self._fitted(images)
+        digest = frames_digest(sent)
+        out = JudgeAnswer(answers=[], frames_sent=len(sent))
+        if len(sent) < len(images):
+            out.notes.append(self._frames_note(len(sent), len(images)))
         greedy = samples == 1 or self.temperature <= 0
         pending: list[tuple[int, str]] = []
         for i in range(samples):
@@ -432,17 +436,26 @@ class CachedJudge(Judge):
         first: dict[int, Generation] = {}
         try:
             if self.use_n and not greedy and len(pending) > 1:  # one request, n choices; the rest one by one
-                gen = self._request(full, images, sample=pending[0][0], greedy=greedy, out=out, n=len(pending))
+                gen, sent = self._fitting_request(full, images, sent, sample=pending[0][0], greedy=greedy, out=out,
+                                                  n=len(pending))
                 for (i, _), text in zip(pending, gen.texts or (gen.text,), strict=False):
                     first[i] = Generation(text)
             for i, key in pending:
-                gen = first.get(i) or self._request(full, images, sample=i, greedy=greedy, out=out)
+                drawn = first.get(i)
+                if drawn is None:
+                    gen, sent = self._fitting_request(full, images, sent, sample=i, greedy=greedy, out=out)
+                else:
+                    gen = drawn
+                if len(sent) != out.frames_sent:  # fitted to the context just now: cache under what was shown
+                    out.frames_sent, digest = len(sent), frames_digest(sent)
+                if len(sent) < len(images):
+                    key = self._key(full, keys, digest, i, samples)
                 text = gen.text
                 ans, problem = self._checked(text, keys, schema)
                 if ans is None:  # one retry with a correction prompt
                     logger.info("judge %s: %s in %r; asking once more", self.model, problem, text[:120])
                     fix = repair_prompt(full, text, keys, problem, self._excerpt_room(gen))
-                    text = self._request(fix, images, sample=i, greedy=greedy, out=out).text
+                    text = self._request(fix, sent, sample=i, greedy=greedy, out=out).text
                     ans, problem = self._checked(text, keys, schema)
                 out.raw.append(text)
                 if self.ledger is not None:
@@ -469,6 +482,49 @@ class CachedJudge(Judge):
         return out
 
     # ----------------------------------------------------------------- helpers
+    def _fitted(self, images: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """``images``, evenly thinned to the number a context error taught this judge to fit."""
+        k = self._frames_fit.get(len(images))
+        if k is None or k >= len(images):
+            return list(images)
+        idx = np.unique(np.linspace(0, len(images) - 1, k).round().astype(int))
+        return [images[int(i)] for i in idx]
+
+    def _frames_note(self, sent: int, given: int) -> str:
+        ctx = f"{self.max_context:,}-token " if self.max_context else ""
+        return (f"asked on {sent} of {given} frames, evenly spaced, to fit the server's {ctx}context "
+                "(lower physics.judge_frames, or serve a longer context, to choose yourself)")
+
+    def _fitting_request(self, prompt: str, images: Sequence[np.ndarray], sent: list[np.ndarray], *, sample: int,
+                         greedy: bool, out: JudgeAnswer, n: int = 1) -> tuple[Generation, list[np.ndarray]]:
+        """A question's first request; when the server says the prompt is over its context and names
+        the numbers, once more on as many evenly spaced frames as should fit.
+
+        The estimate assumes the prompt's tokens grow with its frames (the text is counted as if it
+        were frames, so it cuts more frames than needed, never fewer); the answer keeps a quarter of
+        the context or ``max_new_tokens``, whichever is less. A prompt whose text alone is too long
+        fails as it was.
+        """
+        try:
+            return self._request(prompt, sent, sample=sample, greedy=greedy, out=out, n=n), sent
+        except JudgeError as e:
+            if e.kind != "context_length" or e.context is None or len(sent) <= 1:
+                raise
+            needed, limit = e.context
+            if needed is None or limit is None or needed <= 0:
+                raise
+            fit = int(len(sent) * (limit - min(self.max_new_tokens, limit // 4)) / needed)
+            if not 1 <= fit < len(sent):
+                raise
+            self._frames_fit[len(images)] = fit
+            if self.max_context is None:
+                self.max_context = limit
+            fewer = self._fitted(images)
+            logger.warning("judge %s: a prompt with %d frames has %d tokens, over the server's %d; asking on %d",
+                           self.model, len(sent), needed, limit, len(fewer))
+            out.notes.append(self._frames_note(len(fewer), len(images)))
+            return self._request(prompt, fewer, sample=sample, greedy=greedy, out=out, n=n), fewer
+
     def _fail(self, out: JudgeAnswer, kind: str, error: str) -> None:
         out.failures[kind] = out.failures.get(kind, 0) + 1
         out.errors.append(error)

@@ -316,7 +316,8 @@ class OpenAIJudge(CachedJudge):
                     # the prompt fits, the answer cap does not: ask again with the room that is left
                     return self._generate_request(prompt, images, sample=sample, greedy=greedy, n=n,
                                                   max_tokens=limit - prompt_tokens)
-                raise JudgeError(self._context_message(prompt_tokens, limit, len(images), text), kind="context_length")
+                raise JudgeError(self._context_message(prompt_tokens, limit, len(images), text), kind="context_length",
+                                 context=(prompt_tokens, limit))
             served = self._served_ids_if_missing()
             if served is not None:
                 raise JudgeError(f"HTTP {status} from {url}: model {self.model!r} is not served there; it serves "
