@@ -299,9 +299,9 @@ class CachedJudge(Judge):
             choices (``transformers serve`` ignores ``n``) gets the rest as requests of their own.
         max_new_tokens: answer length cap.
         max_context: the server's context in tokens, prompt and answer (``None``: unknown; the
-            ``openai`` backend reads it from ``/v1/models`` where the server reports it). With it,
-            ``max_tokens`` is clipped to what fits after the prompt, and the correction request
-            quotes less of a bad answer.
+            ``openai`` backend reads it from ``/v1/models`` where the server reports it, or from a
+            context error). With it, the correction request quotes no more of a bad answer than
+            the context has room for.
         timeout: seconds per request: a deadline for the whole request where the backend can
             enforce one (``openai``: connect + send + every byte of the answer).
         retries: extra attempts after a transient error.
@@ -540,13 +540,6 @@ class CachedJudge(Judge):
             return REPAIR_EXCERPT_CHARS
         room = self.max_context - gen.prompt_tokens - self.max_new_tokens - 48  # 48: the correction sentence
         return max(0, min(REPAIR_EXCERPT_CHARS, room))
-
-    def answer_cap(self, prompt_tokens: int | None) -> int:
-        """``max_tokens`` for a request whose prompt has ``prompt_tokens``: ``max_new_tokens``,
-        clipped to what a known context leaves (at least 1)."""
-        if self.max_context is None or not prompt_tokens:
-            return self.max_new_tokens
-        return max(1, min(self.max_new_tokens, self.max_context - prompt_tokens))
 
     @staticmethod
     def _checked(text: str, keys: Sequence[str], schema: Mapping[str, FieldRule] | None
