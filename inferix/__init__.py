@@ -3,6 +3,7 @@
 Layers (DESIGN.md §7), each importable on its own; nothing here imports torch::
 
     inferix.engine      Engine: schedule -> execute -> update over many sessions; stream()
+    inferix.sampling    SamplingConfig: every sampling knob (timesteps, guidance...) declared once
     inferix.scheduler   which sessions' blocks share the next forward (pure bookkeeping)
     inferix.kv_cache    block pool, manager and policies (bookkeeping), storage + attention backend
     inferix.models      block-causal Wan DiT, attention boundary, VAE / identity codec, loading

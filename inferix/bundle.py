@@ -26,6 +26,7 @@ reference model's lab's business: :mod:`reference_world_lab.bundles`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inferix.loaded import ActionVocab, HashedTextEncoder, LoadedModel
+from inferix.sampling import SamplingConfig
 
 if TYPE_CHECKING:
     import torch
@@ -84,7 +86,7 @@ class Expert:
             for the bundle's sampler: a fine-tune may be tuned to another step list.
         start_from_anchor: each block starts from the previous frame noised to the first of
             ``timesteps`` rather than from pure noise (``experts.NAME.start: "anchor"``;
-            ``EngineConfig.start_from_anchor``).
+            ``SamplingConfig.start_from_anchor``).
         base: the expert whose DiT this one's stored difference applies to (``experts.NAME.base``),
             or None for the main DiT.
     """
@@ -125,25 +127,21 @@ class BundleModel(LoadedModel):
         expert = self.expert_for(content)
         return self.model if expert is None else expert.model
 
-    def timesteps_for(self, content: str | None = None) -> tuple[float, ...]:
-        """The step list of :meth:`expert_for` ``content`` when it has its own, else the bundle's."""
-        expert = self.expert_for(content)
-        return self.timesteps if expert is None or expert.timesteps is None else expert.timesteps
-
-    def start_from_anchor_for(self, content: str | None = None) -> bool:
-        """Whether :meth:`expert_for` ``content`` starts its blocks from the previous frame."""
-        expert = self.expert_for(content)
-        return expert is not None and expert.start_from_anchor
+    def sampling_for(self, content: str | None = None) -> SamplingConfig:
+        """As :meth:`LoadedModel.sampling_for`: the step list and start of :meth:`expert_for` ``content``
+        when it has its own, and the action guidance ``content_guidance`` lists for the content
+        (generator name, else family)."""
+        own, expert = self.sampling, self.expert_for(content)
+        guidance = _per_content(self.content_guidance, content)
+        return dataclasses.replace(
+            own,
+            timesteps=own.timesteps if expert is None or expert.timesteps is None else expert.timesteps,
+            start_from_anchor=expert is not None and expert.start_from_anchor,
+            action_guidance=own.action_guidance if guidance is None else guidance)
 
     def models(self) -> list[Any]:
         # experts that share a weights file share one DiT: list each once
         return list({id(m): m for m in (self.model, *(e.model for e in self.experts.values()))}.values())
-
-    def guidance(self, requested: float | None = None, content: str | None = None) -> float:
-        """As :meth:`LoadedModel.guidance`; with no explicit ``requested`` value, a ``content`` the
-        bundle lists in ``content_guidance`` (generator name, else family) is served at its own scale."""
-        own = _per_content(self.content_guidance, content) if requested is None else None
-        return own if own is not None else super().guidance(requested, content)
 
     def content_grid(self, content: str | None) -> tuple[int, int] | None:
         """The pixel ``[H, W]`` the bundle generates ``content`` at whatever size is asked: its
@@ -237,16 +235,12 @@ def assemble_bundle(name: str, model: Any, info: dict[str, Any], codec: Any) -> 
     return BundleModel(
         name, model, codec, TruncatingTextEncoder(cfg.text_dim, cfg.text_len), vocab, tuple(acts["vocabulary"]),
         latent_hw=tuple(info.get("latent_hw", (16, 16))), block_frames=int(info["block_frames"]),
-        fps=float(info["fps"]), timesteps=_sampler_timesteps(list(info["sampler"]["steps"]),
-                                                             float(info["sampler"]["shift"])),
+        fps=float(info["fps"]),
+        sampling=SamplingConfig.from_bundle(info["sampler"], _sampler_timesteps(list(info["sampler"]["steps"]),
+                                                                                float(info["sampler"]["shift"]))),
         max_side=info.get("max_side"), cache_policy=info.get("cache_policy"),
         content_grids=_content_grids(info.get("content_grids")),
         content_guidance=_content_guidance(info["sampler"].get("content_guidance")),
-        action_guidance=info["sampler"].get("action_guidance"),
-        action_guidance_rescale=float(info["sampler"].get("action_guidance_rescale") or 0.0),
-        guidance_drops_caption=bool(info["sampler"].get("guidance_drops_caption", False)),
-        context_timestep=float(info["sampler"].get("context_timestep") or 0.0),
-        anchor_level=float(info["sampler"].get("anchor_level") or 0.0),
     )
 
 

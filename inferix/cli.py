@@ -45,23 +45,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default=None,
                    help="KV policy: full | rolling:W | sink:S:W (latent frames of past context), "
                         "optionally @absolute|@reindex (default: the model's own, else rolling:9)")
-    p.add_argument("--steps", type=int, default=None, help="use the first N denoising steps of the preset")
-    p.add_argument("--action-guidance", type=float, default=None,
-                   help="classifier-free guidance on the action (v_idle + g (v_action - v_idle)); 1 = off "
-                        "(default: the model's own, else 1)")
-    p.add_argument("--guidance-rescale", type=float, default=None,
-                   help="guidance rescale phi in [0, 1]: pull the guided velocity back to the conditional one's "
-                        "std, so a large --action-guidance does not over-saturate (default: the model's own, else 0)")
-    p.add_argument("--guidance-drops-caption", action=argparse.BooleanOptionalAction, default=None,
-                   help="joint guidance: the unguided pass also drops the caption (idle action, empty prompt) "
-                        "(default: the model's own, else off)")
-    p.add_argument("--context-timestep", type=float, default=None,
-                   help="commit each generated block to the KV cache noised to this timestep in [0, 1000), so later "
-                        "blocks treat it as slightly uncertain (Diffusion Forcing); 0 = clean (default: the "
-                        "model's own, else 0)")
-    p.add_argument("--anchor-level", type=float, default=None,
-                   help="for a model with an anchor-level input: the noise std it is told its anchors and "
-                        "context carry; 0 = exact, so still content is copied (default: the model's own, else 0)")
+    _add_sampling_args(p)
     p.add_argument("--content", default=None,
                    help="what the video shows: a scenario generator (mechanics.bounce, gaming.atari_pong) or its "
                         "family (mechanics); a bundle then serves it with its expert, grid and guidance for that "
@@ -71,6 +55,26 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
     p.add_argument("--vae", default=None, help="local AutoencoderKLWan directory (non-tiny models)")
     p.add_argument("--host-blocks", type=int, default=0, help="host (CPU) KV blocks for offloading cold blocks")
+
+
+def _add_sampling_args(p: argparse.ArgumentParser) -> None:
+    """One flag per sampling knob (:data:`inferix.sampling.KNOBS`); unset = the model's own."""
+    from inferix.sampling import KNOBS
+
+    g = p.add_argument_group("sampling (default: the model's own; see inferix.sampling.SamplingConfig)")
+    for k in KNOBS.values():
+        if k.type == "bool":
+            g.add_argument(k.flag, dest=k.name, action=argparse.BooleanOptionalAction, default=None, help=k.help)
+        else:
+            g.add_argument(k.flag, dest=k.name, type=int if k.type == "int" else float, default=None,
+                           metavar=k.type.upper(), help=k.help)
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    """The sampling knobs given on the command line (None = the model's own)."""
+    from inferix.sampling import KNOBS
+
+    return {k: getattr(args, k, None) for k in KNOBS}
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -87,11 +91,7 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
     if args.height or args.width or args.content:
         ph, pw = loaded.pixel_hw()
         latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw), content=args.content)
-    cfg = loaded.engine_config(latent_hw, steps=args.steps, policy=args.policy, action_guidance=args.action_guidance,
-                               action_guidance_rescale=args.guidance_rescale,
-                               guidance_drops_caption=args.guidance_drops_caption,
-                               context_timestep=args.context_timestep, anchor_level=args.anchor_level,
-                               num_host_blocks=args.host_blocks,
+    cfg = loaded.engine_config(latent_hw, policy=args.policy, sampling=_sampling(args), num_host_blocks=args.host_blocks,
                                content=args.content, max_sessions=max_sessions, max_batch=max_batch,
                                max_frames=max_frames, device=args.device)
     return Engine(loaded.model_for(args.content), loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)

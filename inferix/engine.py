@@ -6,7 +6,7 @@ Loop (vLLM-v1-like, adapted to block diffusion)::
                           block, or the block's clean t = 0 pass that commits its keys/values
              execute   -> ONE model forward over all rows (latents, per-row timestep, text
                           K/V, action, RoPE positions; the block-pool backend serves the
-                          KV cache of every row's session)
+                          KV cache of every row's session): inferix.runner.ModelRunner
              update    -> per row: x0 from the velocity and re-noise to the next level, or
                           commit the KV, decode the block (codec state carried), emit frames,
                           start the next block (picking up a changed prompt/action)
@@ -45,6 +45,8 @@ import numpy as np
 from inferix.kv_cache import CachePolicy, KVCacheManager
 from inferix.kv_cache.backend import BlockPoolAttention, RowSpec
 from inferix.kv_cache.storage import KVStorage
+from inferix.runner import ModelRunner, RowInput
+from inferix.sampling import SamplingConfig
 from inferix.scheduler import ScheduledRow, Scheduler, SessionSlot, SessionState
 
 if TYPE_CHECKING:
@@ -52,8 +54,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Self-Forcing's 4 steps [1000, 750, 500, 250] warped with shift 5 (REFERENCE.md §C).
-SELF_FORCING_TIMESTEPS: tuple[float, ...] = (1000.0, 937.5, 833.3333333333334, 625.0)
 
 
 @dataclass
@@ -63,7 +63,6 @@ class EngineConfig:
     Attributes:
         latent_hw: latent height and width every session uses (one token grid per engine).
         block_frames: latent frames generated per block.
-        timesteps: denoising timesteps of a block, in [0, 1000], first = 1000 (pure noise).
         policy: KV retention policy (``CachePolicy.parse("rolling:6")``...).
         kv_block_size: latent frames per KV block (default: ``block_frames``).
         num_device_blocks: device KV pool size; default: enough for ``max_sessions`` sessions
@@ -74,40 +73,13 @@ class EngineConfig:
         max_frames: latent frames per session the default ``full`` pool is sized for.
         device: torch device of the model and the KV pool.
         check_finite: fail a session whose latents become NaN/inf.
-        action_guidance: classifier-free guidance on the action: each denoising pass of an
-            action-conditioned model also runs with the default action (``action_encoder(None)``,
-            the model's "idle") and uses ``v_idle + g (v_action - v_idle)``; 1 = off. Only the
-            block being denoised is guided: committed context keeps the actions it was made with.
-        action_guidance_rescale: phi in [0, 1] of guidance rescale (Lin et al. 2024, "Common
-            Diffusion Noise Schedules and Sample Steps are Flawed", sec. 3.4; diffusers'
-            ``guidance_rescale``): the guided velocity is scaled back to the per-sample std of the
-            action-conditioned one and mixed, ``phi * rescaled + (1 - phi) * guided``, so a large
-            ``g`` steers without over-saturating the frame. 0 = off.
-        guidance_drops_caption: the unguided pass also drops the caption (the empty prompt,
-            which caption dropout trained), so the guidance extrapolates from "idle action, no
-            caption" towards "this action, this caption": text and action guided jointly.
-        context_timestep: timestep in [0, 1000) at which each generated block's keys/values are
-            committed: the finished block is noised to it (fresh noise from the session's
-            generator) and passed at that timestep, so later blocks attend to it as slightly
-            uncertain context (Diffusion Forcing, Chen et al. 2024, "stabilizing autoregressive
-            generation": a model trained with per-block noise levels has seen such context).
-            The clean block is still what is decoded and what the next block is anchored on;
-            conditioning frames (``image_latents``) stay clean. 0 = clean context (Self-Forcing).
-        anchor_level: for a model with an anchor-level input (``WanConfig.anchor_level``): the
-            noise std it is told its anchors and clean context carry, on every pass. 0 (the
-            default) says they are exact, as in the clean clips of its training; a small value
-            says its own generated context is a little off, as the noised clips were.
-        start_from_anchor: start each block from the session's anchor (its last clean latent
-            frame: the first frame, then each block's last) noised to the first timestep, instead of
-            from pure noise, so the sampler refines the previous frame rather than drawing the
-            block anew (SDEdit, Meng et al. 2022, applied per block). Needs a model conditioned on
-            the previous frame, a first timestep below 1000 (at 1000 the anchor would get no
-            weight) and sessions started with ``image_latents``.
+        sampling: how each block is sampled: timesteps, guidance, context timestep...
+            (:class:`inferix.sampling.SamplingConfig`, the one place those settings are declared).
     """
 
     latent_hw: tuple[int, int] = (16, 16)
     block_frames: int = 3
-    timesteps: tuple[float, ...] = SELF_FORCING_TIMESTEPS
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
     policy: CachePolicy = field(default_factory=CachePolicy)
     kv_block_size: int | None = None
     num_device_blocks: int | None = None
@@ -117,27 +89,12 @@ class EngineConfig:
     max_frames: int = 96
     device: str = "cpu"
     check_finite: bool = True
-    action_guidance: float = 1.0
-    action_guidance_rescale: float = 0.0
-    guidance_drops_caption: bool = False
-    context_timestep: float = 0.0
-    anchor_level: float = 0.0
-    start_from_anchor: bool = False
 
     def __post_init__(self) -> None:
-        if not self.timesteps or any(not (0 < t <= 1000) for t in self.timesteps):
-            raise ValueError(f"timesteps must be non-empty values in (0, 1000], got {self.timesteps}")
+        if not isinstance(self.sampling, SamplingConfig):
+            raise TypeError(f"sampling must be an inferix.sampling.SamplingConfig, got {type(self.sampling).__name__}")
         if self.block_frames < 1:
             raise ValueError(f"block_frames must be >= 1, got {self.block_frames}")
-        if not 0.0 <= self.action_guidance_rescale <= 1.0:
-            raise ValueError(f"action_guidance_rescale must be in [0, 1], got {self.action_guidance_rescale}")
-        if not 0.0 <= self.context_timestep < 1000.0:
-            raise ValueError(f"context_timestep must be in [0, 1000), got {self.context_timestep}")
-        if not 0.0 <= self.anchor_level < 1.0:
-            raise ValueError(f"anchor_level is a noise std in [0, 1), got {self.anchor_level}")
-        if self.start_from_anchor and self.timesteps[0] >= 1000:
-            raise ValueError(f"start_from_anchor needs a first timestep below 1000 (at 1000 the anchor gets no "
-                             f"weight), got timesteps {self.timesteps}")
 
     @property
     def kv_block(self) -> int:
@@ -152,17 +109,6 @@ class EngineConfig:
         # +1: a block straddling the window edge; +1: the block being reserved
         per_session = -(-frames // self.kv_block) + 2
         return per_session * self.max_sessions
-
-
-def guide(v_cond: torch.Tensor, v_uncond: torch.Tensor, scale: float, rescale: float = 0.0) -> torch.Tensor:
-    """Classifier-free guidance ``v_uncond + scale (v_cond - v_uncond)``; with ``rescale`` = phi > 0,
-    mixed with its copy scaled to the per-sample std of ``v_cond`` (guidance rescale)."""
-    v = v_uncond + scale * (v_cond - v_uncond)
-    if rescale > 0:
-        dims = tuple(range(1, v.ndim))
-        ratio = v_cond.float().std(dim=dims, keepdim=True) / v.float().std(dim=dims, keepdim=True).clamp_min(1e-8)
-        v = rescale * (v * ratio.to(v.dtype)) + (1.0 - rescale) * v
-    return v
 
 
 @dataclass
@@ -256,10 +202,11 @@ class Engine:
         self.codec = codec
         self.text_encoder = text_encoder
         self.config = cfg = config or EngineConfig()
-        if cfg.anchor_level and not model.config.anchor_level:
-            raise ValueError(f"anchor_level={cfg.anchor_level} needs a model with an anchor-level input "
+        self.sampling = cfg.sampling
+        if cfg.sampling.anchor_level and not model.config.anchor_level:
+            raise ValueError(f"anchor_level={cfg.sampling.anchor_level} needs a model with an anchor-level input "
                              "(WanConfig.anchor_level); this one has none: leave anchor_level at 0")
-        if cfg.start_from_anchor and not model.config.conditions_on_previous_frame:
+        if cfg.sampling.start_from_anchor and not model.config.conditions_on_previous_frame:
             raise ValueError("start_from_anchor needs a model conditioned on the previous frame "
                              "(WanConfig.conditions_on_previous_frame); this one has no anchor to start from")
         self.action_encoder = action_encoder
@@ -268,6 +215,8 @@ class Engine:
         self.storage = KVStorage(cfg.pool_blocks(), cfg.num_host_blocks, cfg.kv_block, self.device)
         self.backend = BlockPoolAttention(self.kv, self.storage)
         self.scheduler = Scheduler(self.kv, cfg.max_batch)
+        self.runner = ModelRunner(model, self.backend, cfg.sampling, cfg.block_frames, self.device,
+                                  idle_action=lambda: self._encode_action(None), null_context=lambda: self._context(""))
         self.sessions: dict[str, Session] = {}
         self._ids = itertools.count()
         self._arrival = itertools.count()
@@ -297,12 +246,12 @@ class Engine:
             raise ValueError(f"session id {sid!r} already exists")
         if num_blocks is not None and num_blocks < 1:
             raise ValueError(f"num_blocks must be >= 1 or None (unbounded), got {num_blocks}")
-        if self.config.start_from_anchor and image_latents is None:
+        if self.sampling.start_from_anchor and image_latents is None:
             raise ValueError("start_from_anchor starts each block from the previous frame, so a session needs "
                              "image_latents (a first frame, e.g. inferix generate --image); none was given")
         action_tensor = self._encode_action(action)
         context = self._context(prompt)
-        slot = SessionSlot(sid, self._batch_key(context), len(self.config.timesteps), self.config.block_frames,
+        slot = SessionSlot(sid, self._batch_key(context), len(self.sampling.timesteps), self.config.block_frames,
                            arrival=next(self._arrival))
         gen = torch.Generator().manual_seed(seed)
         s = Session(slot, prompt, action, num_blocks, seed, gen, context=context, action_tensor=action_tensor)
@@ -338,7 +287,7 @@ class Engine:
         self.model(latents, torch.zeros(1, device=self.device), s.context,
                    backend=self.backend, frame_positions=positions,
                    action=None if s.action_tensor is None else s.action_tensor.to(self.device), anchor=anchor,
-                   anchor_level=self._anchor_level(1))
+                   anchor_level=self.runner.anchor_level(1))
         self.kv.commit(s.id, f0)
         if anchor is not None:
             s.anchor = latents[:, :, -1:]
@@ -515,60 +464,6 @@ class Engine:
                     finished.append(out)
         return finished
 
-    def _forward(self, rows: Sequence[ScheduledRow]) -> torch.Tensor:
-        import torch
-
-        from inferix.models.causal_wan import CrossAttentionKV
-
-        sess = [self.sessions[r.session_id] for r in rows]
-        latents = torch.cat([s.commit_x if r.commit and s.commit_x is not None else s.x
-                             for r, s in zip(rows, sess, strict=True)])  # [B, C, F, h, w]
-        t = torch.tensor([self.config.context_timestep if r.commit else self.config.timesteps[r.step] for r in rows],
-                         device=self.device)
-        ctx = CrossAttentionKV.cat([s.context for s in sess]) if len(sess) > 1 else sess[0].context
-        actions = [s.action_tensor for s in sess]
-        action = None
-        if any(a is not None for a in actions):
-            if any(a is None for a in actions):
-                raise ValueError("an action-conditioned model needs an action for every session; "
-                                 + ", ".join(s.id for s in sess if s.action_tensor is None) + " have none")
-            action = torch.cat(actions).to(self.device)
-        anchor = torch.cat([self._anchor(s) for s in sess]) if self.model.config.conditions_on_previous_frame else None
-        self.backend.prepare([RowSpec(r.session_id, r.commit) for r in rows])
-        positions = self.backend.frame_positions(self.config.block_frames)
-        level = self._anchor_level(len(rows))
-        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action, anchor=anchor,
-                       anchor_level=level)
-        g = self.config.action_guidance
-        guided = [i for i, r in enumerate(rows) if not r.commit]
-        if action is None or g == 1.0 or not guided:
-            return v
-        # the same denoising rows again with the default action; read-only (no commit row), so the
-        # cache is untouched, then v_idle + g (v_action - v_idle)
-        sub = [rows[i] for i in guided]
-        idle = torch.cat([self._encode_action(None) for _ in sub]).to(self.device)
-        if self.config.guidance_drops_caption:
-            null = self._context("")
-            sub_ctx = null if len(guided) == 1 else CrossAttentionKV.cat([null] * len(guided))
-        else:
-            sub_ctx = ctx if len(guided) == len(rows) else CrossAttentionKV.cat([sess[i].context for i in guided])
-        self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
-        v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
-                            frame_positions=self.backend.frame_positions(self.config.block_frames), action=idle,
-                            anchor=None if anchor is None else anchor[guided],
-                            anchor_level=None if level is None else level[guided])
-        v = v.clone()
-        v[guided] = guide(v[guided], v_idle, g, self.config.action_guidance_rescale)
-        return v
-
-    def _anchor_level(self, rows: int) -> torch.Tensor | None:
-        """``[rows]`` of ``config.anchor_level`` for a model with an anchor-level input, else None."""
-        import torch
-
-        if not self.model.config.anchor_level:
-            return None
-        return torch.full((rows,), self.config.anchor_level, device=self.device)
-
     def _anchor(self, s: Session) -> torch.Tensor:
         """The previous clean latent frame of ``s`` (zeros before its first frame: text-to-video)."""
         import torch
@@ -580,28 +475,22 @@ class Engine:
         return s.anchor
 
     def _execute(self, rows: Sequence[ScheduledRow]) -> dict[str, Any]:
-        """Forward all rows at once; if that raises, each row alone so only the culprit fails."""
-        try:
-            v = self._forward(rows)
-            return {r.session_id: v[i : i + 1] for i, r in enumerate(rows)}
-        except Exception as batch_error:
-            if len(rows) == 1:
-                return {rows[0].session_id: batch_error}
-            logger.warning("batched forward of %d rows failed (%s); retrying row by row", len(rows), batch_error)
-        out: dict[str, Any] = {}
+        """The model runner's velocities for the scheduled rows (an exception for a row that failed alone)."""
+        inputs = []
         for r in rows:
-            try:
-                out[r.session_id] = self._forward([r])
-            except Exception as e:
-                out[r.session_id] = e
-        return out
+            s = self.sessions[r.session_id]
+            latents = s.commit_x if r.commit and s.commit_x is not None else s.x
+            t = self.sampling.context_timestep if r.commit else self.sampling.timesteps[r.step]
+            anchor = self._anchor(s) if self.model.config.conditions_on_previous_frame else None
+            inputs.append(RowInput(r.session_id, r.commit, latents, t, s.context, s.action_tensor, anchor))
+        return self.runner.execute(inputs)
 
     def _update(self, s: Session, row: ScheduledRow, velocity: torch.Tensor, seconds: float) -> BlockOutput | None:
         import torch
 
         from inferix.models.causal_wan import velocity_to_x0
 
-        ts = self.config.timesteps
+        ts = self.sampling.timesteps
         if not row.commit:
             s.timings["denoise"] += seconds
             x0 = velocity_to_x0(s.x, velocity, ts[row.step])
@@ -613,7 +502,7 @@ class Engine:
                 s.x = (1.0 - sigma) * x0 + sigma * noise
             else:
                 s.x = x0
-                sigma = self.config.context_timestep / 1000.0
+                sigma = self.sampling.context_timestep / 1000.0
                 if sigma > 0:  # drawn once here, so a row-by-row retry commits the same latents
                     noise = torch.randn(s.x.shape, generator=s.generator).to(s.x)
                     s.commit_x = (1.0 - sigma) * x0 + sigma * noise
@@ -663,8 +552,8 @@ class Engine:
         # noise drawn on CPU from the session's own generator: independent of batching and device
         s.x = torch.randn((1, c, self.config.block_frames, h, w), generator=s.generator).to(
             self.device, self.model.dtype)
-        if self.config.start_from_anchor:
-            sigma = self.config.timesteps[0] / 1000.0
+        if self.sampling.start_from_anchor:
+            sigma = self.sampling.timesteps[0] / 1000.0
             s.x = (1.0 - sigma) * self._anchor(s).to(s.x.dtype).expand_as(s.x) + sigma * s.x
 
     def _finish(self, s: Session, state: SessionState) -> None:

@@ -19,11 +19,13 @@ import difflib
 import hashlib
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from inferix.sampling import SamplingConfig
 
 logger = logging.getLogger(__name__)
 
@@ -163,19 +165,12 @@ class LoadedModel:
         latent_hw: default latent grid.
         block_frames: latent frames per block.
         fps: pixel frames per second of the output.
-        timesteps: denoising timesteps per block.
         frames_per_latent: pixel frames per latent frame (the VAE's temporal stride; 1 for tiny).
         cache_policy: the KV policy the model was trained for (``None``: the caller's default,
             ``rolling:9``); an explicit ``--policy`` / ``model.policy`` option wins.
-        action_guidance: the classifier-free action guidance it was tuned with (``None`` = off;
-            see ``EngineConfig.action_guidance``).
-        action_guidance_rescale: its guidance rescale phi (``EngineConfig.action_guidance_rescale``).
-        guidance_drops_caption: its guidance is joint over caption and action
-            (``EngineConfig.guidance_drops_caption``).
-        context_timestep: the timestep it commits generated blocks to the KV cache at
-            (``EngineConfig.context_timestep``; 0 = clean context).
-        anchor_level: the noise std it is told its anchors carry (``EngineConfig.anchor_level``;
-            0 = exact; only for a model with an anchor-level input).
+        sampling: the sampler it was tuned with (:class:`inferix.sampling.SamplingConfig`:
+            timesteps, action guidance...; ``bundle.json``'s ``sampler`` section). A content may be
+            served with other settings (:meth:`sampling_for`); a user's knobs override both.
     """
 
     name: str
@@ -187,25 +182,14 @@ class LoadedModel:
     latent_hw: tuple[int, int] = (16, 16)
     block_frames: int = 3
     fps: float = 16.0
-    timesteps: tuple[float, ...] = field(default_factory=tuple)
     cache_policy: str | None = None
-    action_guidance: float | None = None
-    action_guidance_rescale: float = 0.0
-    guidance_drops_caption: bool = False
-    context_timestep: float = 0.0
-    anchor_level: float = 0.0
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
 
     DEFAULT_POLICY = "rolling:9"
 
     def policy(self, requested: str | None = None) -> str:
         """The KV policy to serve with: ``requested``, else the model's own, else ``rolling:9``."""
         return requested or self.cache_policy or self.DEFAULT_POLICY
-
-    def guidance(self, requested: float | None = None, content: str | None = None) -> float:
-        """The action guidance to serve with: ``requested``, else the model's own, else 1 (off).
-        ``content`` (a scenario generator such as ``gaming.atari_freeway``) lets a model keep its
-        own guidance per content (:class:`inferix.bundle.BundleModel`); a plain model has one."""
-        return requested if requested is not None else (self.action_guidance or 1.0)
 
     def model_for(self, content: str | None = None) -> Any:
         """The DiT that generates ``content`` (a scenario generator such as ``mechanics.free_fall``):
@@ -217,44 +201,25 @@ class LoadedModel:
         """Every DiT this model serves (:attr:`model` and any experts), e.g. to cast them together."""
         return [self.model]
 
-    def timesteps_for(self, content: str | None = None) -> tuple[float, ...]:
-        """The denoising timesteps ``content`` is sampled with: :attr:`timesteps` for a plain model; a
-        bundle's expert may carry its own (:class:`inferix.bundle.BundleModel`)."""
-        return self.timesteps
+    def sampling_for(self, content: str | None = None) -> SamplingConfig:
+        """The sampler ``content`` (a scenario generator such as ``mechanics.bounce``) is served with:
+        :attr:`sampling` for a plain model; a bundle may serve a content with its expert's timesteps and
+        start, or its own action guidance (:class:`inferix.bundle.BundleModel`)."""
+        return self.sampling
 
-    def start_from_anchor_for(self, content: str | None = None) -> bool:
-        """Whether ``content``'s blocks start from the previous frame (``EngineConfig.start_from_anchor``):
-        False for a plain model; a bundle's expert may (:class:`inferix.bundle.BundleModel`)."""
-        return False
-
-    def engine_config(self, latent_hw: tuple[int, int], *, steps: int | None = None, policy: str | None = None,
-                      action_guidance: float | None = None, action_guidance_rescale: float | None = None,
-                      guidance_drops_caption: bool | None = None, context_timestep: float | None = None,
-                      anchor_level: float | None = None, start_from_anchor: bool | None = None,
-                      content: str | None = None, **options: Any) -> Any:
-        """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, its
-        sampler (the first ``steps`` timesteps of :meth:`timesteps_for` ``content``), KV policy,
-        action guidance (its own for ``content``, see :meth:`guidance`), its rescale, whether
-        it is joint over the caption, the context timestep and the anchor level, each overridable (``None`` = the
-        model's own), and whether blocks start from the previous frame (:meth:`start_from_anchor_for`);
-        ``options`` are the other engine settings (``max_frames``...)."""
+    def engine_config(self, latent_hw: tuple[int, int], *, policy: str | None = None, content: str | None = None,
+                      sampling: Mapping[str, Any] | None = None, **options: Any) -> Any:
+        """The :class:`~inferix.engine.EngineConfig` this model is served with: its block size, KV policy
+        (``policy`` or its own, :meth:`policy`) and :meth:`sampling_for` ``content`` with the user's
+        ``sampling`` settings applied (:meth:`inferix.sampling.SamplingConfig.with_overrides`: knob
+        name -> value, None = the model's own); ``options`` are the other engine settings
+        (``max_frames``...)."""
         from inferix.engine import EngineConfig
         from inferix.kv_cache import CachePolicy
 
-        own = self.timesteps_for(content)
-        ts = own[:steps] if steps else own
-        return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames, timesteps=tuple(ts),
-                            policy=CachePolicy.parse(self.policy(policy)),
-                            action_guidance=self.guidance(action_guidance, content),
-                            action_guidance_rescale=(self.action_guidance_rescale if action_guidance_rescale is None
-                                                     else action_guidance_rescale),
-                            guidance_drops_caption=(self.guidance_drops_caption if guidance_drops_caption is None
-                                                    else guidance_drops_caption),
-                            context_timestep=(self.context_timestep if context_timestep is None
-                                              else context_timestep),
-                            anchor_level=self.anchor_level if anchor_level is None else anchor_level,
-                            start_from_anchor=(self.start_from_anchor_for(content) if start_from_anchor is None
-                                               else start_from_anchor), **options)
+        return EngineConfig(latent_hw=latent_hw, block_frames=self.block_frames,
+                            sampling=self.sampling_for(content).with_overrides(sampling),
+                            policy=CachePolicy.parse(self.policy(policy)), **options)
 
     @property
     def pixel_scale(self) -> int:

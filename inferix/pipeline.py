@@ -134,7 +134,7 @@ def generate_blocks(
         recompute: no cache; every call recomputes the clean past with a block-causal mask.
         on_block: called after each block with ``(block_index, latents [B, C, bf, h, w], pixels or None)``.
         anchor_level: the noise std a model with an anchor-level input (``WanConfig.anchor_level``) is
-            told its anchors and clean context carry, on every call (``EngineConfig.anchor_level``).
+            told its anchors and clean context carry, on every call (``SamplingConfig.anchor_level``).
 
     Returns:
         :class:`GenerationOutput`.

@@ -125,7 +125,7 @@ def profile_session(engine: Any, prompt: str, num_blocks: int, *, seed: int = 0,
     reset_peak_memory(cfg.device)
     prof = into or Profile(model_name, cfg.device, "", (0, 0), 0, 0)
     prof.model, prof.device, prof.policy = model_name, cfg.device, _policy_text(cfg.policy)
-    prof.latent_hw, prof.block_frames, prof.steps = tuple(cfg.latent_hw), cfg.block_frames, len(cfg.timesteps)
+    prof.latent_hw, prof.block_frames, prof.steps = tuple(cfg.latent_hw), cfg.block_frames, cfg.sampling.num_steps
     start = time.perf_counter()
     frames = 0
     _sync(cfg.device)
@@ -224,6 +224,7 @@ def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str
 
     from inferix.engine import Engine, EngineConfig
     from inferix.kv_cache import CachePolicy
+    from inferix.sampling import SamplingConfig
     from inferix.schedulers import timesteps
 
     text_len, text_dim = model.config.text_len, model.config.text_dim
@@ -232,7 +233,8 @@ def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str
         g = torch.Generator().manual_seed(len(prompt))
         return torch.randn(1, text_len, text_dim, generator=g)
 
-    cfg = EngineConfig(latent_hw=latent_hw, block_frames=3, timesteps=tuple(timesteps("self_forcing"))[:steps],
+    sampling = SamplingConfig(timesteps=tuple(timesteps("self_forcing"))[:steps])
+    cfg = EngineConfig(latent_hw=latent_hw, block_frames=3, sampling=sampling,
                        policy=CachePolicy.parse(policy), max_batch=max_batch, max_sessions=max_sessions,
                        max_frames=max_frames, device=device)
     return Engine(model, _NullCodec() if codec is None else codec, text, cfg)

@@ -31,6 +31,7 @@ from inferix.loaded import (  # re-exported: callers import them from here
     directional_name,
     with_camera_delta,
 )
+from inferix.sampling import SamplingConfig
 
 __all__ = ["DIRECTIONS", "ActionVocab", "HashedTextEncoder", "LoadedModel", "action_direction", "camera_frame_delta", "directional_name", "with_camera_delta", "MODELS", "REFERENCE_WORLD_DIR", "TINY_ACTIONS", "load_model", "model_fingerprint"]
 
@@ -60,7 +61,7 @@ def _tiny(device: str = "cpu", seed: int = 0, **_: Any) -> LoadedModel:
     model.eval().to(device)
     return LoadedModel("tiny", model, codec, HashedTextEncoder(cfg.text_dim, cfg.text_len),
                        ActionVocab(TINY_ACTIONS), TINY_ACTIONS, latent_hw=(16, 16), block_frames=3, fps=16.0,
-                       timesteps=tuple(timesteps("self_forcing")))
+                       sampling=SamplingConfig(timesteps=tuple(timesteps("self_forcing"))))
 
 
 # The reference world model shipped in the package (trained by reference_world_lab; see its MODEL_CARD.md).
@@ -182,4 +183,4 @@ def _resolve_model(name_or_path: str, device: str, **options: Any) -> LoadedMode
     # Wan VAE: 832x480 pixels -> 104x60 latents; 3 latent frames per block, 16 fps (Self-Forcing defaults)
     latent_hw = (60, 104) if codec.spatial_stride == 8 else (16, 16)
     return LoadedModel(name_or_path, model, codec, text, None, latent_hw=latent_hw, block_frames=3,
-                       fps=16.0, timesteps=tuple(timesteps("self_forcing")))
+                       fps=16.0, sampling=SamplingConfig(timesteps=tuple(timesteps("self_forcing"))))

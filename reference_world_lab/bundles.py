@@ -27,6 +27,7 @@ from inferix.bundle import (
     is_bundle,
     load_bundle,
 )
+from inferix.sampling import KNOBS as SAMPLING_KNOBS
 
 if TYPE_CHECKING:
     import torch
@@ -50,12 +51,9 @@ def bundle_info(cfg: TrainConfig) -> dict[str, Any]:
                     "default": cfg.actions.default},
         "block_frames": cfg.data.block_frames,
         "fps": cfg.fps,
+        # the sampling knobs by the names inferix.sampling declares (SamplingConfig.from_bundle reads them)
         "sampler": {"steps": list(cfg.sampler.steps), "shift": cfg.sampler.shift,
-                    "action_guidance": cfg.sampler.action_guidance,
-                    "action_guidance_rescale": cfg.sampler.action_guidance_rescale,
-                    "guidance_drops_caption": cfg.sampler.guidance_drops_caption,
-                    "context_timestep": cfg.sampler.context_timestep,
-                    "anchor_level": cfg.sampler.anchor_level,
+                    **{k: getattr(cfg.sampler, k) for k in SAMPLING_KNOBS if k != "steps"},
                     "content_guidance": dict(cfg.sampler.content_guidance)},
         "cache_policy": cfg.sampler.cache_policy,
         # default grid when a caller gives no size: 64 x 64 pixels

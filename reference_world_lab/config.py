@@ -103,11 +103,11 @@ class SamplerConfig:
     """The few-step sampler shipped with the model (``inferix.schedulers.timesteps(steps, shift)``) and
     the KV policy it serves with by default (``cache_policy``, e.g. ``rolling:3`` = the context
     length seen in training; ``None`` = the engine default) and its classifier-free action guidance
-    (``EngineConfig.action_guidance``; ``None`` = off) with its rescale phi
-    (``EngineConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
-    (``EngineConfig.guidance_drops_caption``), and the timestep generated blocks are committed
-    to the KV cache at (``EngineConfig.context_timestep``; 0 = clean), and the noise std a model
-    with an anchor-level input is told its anchors carry (``EngineConfig.anchor_level``; 0 =
+    (``SamplingConfig.action_guidance``; ``None`` = off) with its rescale phi
+    (``SamplingConfig.action_guidance_rescale``; 0 = off), optionally joint over the caption
+    (``SamplingConfig.guidance_drops_caption``), and the timestep generated blocks are committed
+    to the KV cache at (``SamplingConfig.context_timestep``; 0 = clean), and the noise std a model
+    with an anchor-level input is told its anchors carry (``SamplingConfig.anchor_level``; 0 =
     exact). ``content_grids``
     (``{generator or family: [H, W]}``) names contents the model generates at one pixel grid whatever size is asked (the caller
     resizes): a game screen that a suite renders at another size is then drawn at the scale the
@@ -229,7 +229,7 @@ class OptimConfig:
             its input is the block's anchor (the clean frame before it) noised to
             ``anchor_start_sigma``, instead of its own frames at the drawn level; the target stays
             its own frames. That is what a model served with ``start: anchor`` meets
-            (``EngineConfig.start_from_anchor``, SDEdit per block) at its one step: trained only on
+            (``SamplingConfig.start_from_anchor``, SDEdit per block) at its one step: trained only on
             its own frames noised to 0.2, it reads such an input as "the frame is already here" and
             keeps a falling ball where it was. Trained with it (session 42, 300-540 steps) the
             physics expert moved the ball, but drew it as a streak from where it was to the floor

@@ -122,7 +122,7 @@ def rollout_context(lm: LoadedModel, clip: Clip, x0: torch.Tensor, block_frames:
     from inferix.schedulers import FlowMatchSampler
 
     acts = [clip.actions[:, 1 + k * block_frames] for k in range(num_blocks)]
-    res = generate_blocks(lm.model, None, text, num_blocks, block_frames, FlowMatchSampler(tuple(lm.timesteps)),
+    res = generate_blocks(lm.model, None, text, num_blocks, block_frames, FlowMatchSampler(lm.sampling.timesteps),
                           latent_hw=(int(x0.shape[-2]), int(x0.shape[-1])), batch_size=int(x0.shape[0]),
                           action=acts, first_latents=x0[:, :, :1], generator=generator)
     return res.latents[:, :, 1:].to(x0.dtype)
@@ -730,7 +730,7 @@ class Trainer:
         out = self.out / "samples" / f"step_{self.state.step:06d}"
         out.mkdir(parents=True, exist_ok=True)
         bf = self.cfg.data.block_frames
-        sampler = FlowMatchSampler(tuple(self.lm.timesteps))
+        sampler = FlowMatchSampler(self.lm.sampling.timesteps)
         metrics: dict[str, Any] = {}
         for i in self.eval_videos():
             v = self.data.videos[i]

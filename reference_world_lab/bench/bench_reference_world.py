@@ -481,7 +481,7 @@ def one_block(model_dir: str | None, cases: list[Any], change: float = 0.05) -> 
     bf = lm.block_frames
     if lm.pixel_frames(1) != bf:
         return {"status": "not_applicable", "reason": "the codec is not one latent per frame"}
-    sampler = FlowMatchSampler(tuple(lm.timesteps))
+    sampler = FlowMatchSampler(lm.sampling.timesteps)
     sums: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4))  # model, copy on changed; model static, cells
     t0 = time.perf_counter()
     for case in cases:
@@ -540,7 +540,7 @@ def streaming(model: str = "reference-world", seconds: float = 60.0, side: int =
     kv = [b.kv_bytes for b in prof.blocks]
     frames = sum(b.frames for b in prof.blocks)
     res = {"model": model, "pixels": list(lm.pixel_hw(latent_hw)), "seconds_of_video": frames / lm.fps,
-           "frames": frames, "steps": len(lm.timesteps), "action_guidance": lm.guidance(), "fps": round(prof.fps, 1),
+           "frames": frames, "steps": lm.sampling.num_steps, "action_guidance": lm.sampling.action_guidance, "fps": round(prof.fps, 1),
            "realtime_factor": round(prof.fps / lm.fps, 2), "time_to_first_frame_s": prof.time_to_first_frame_s,
            "kv_bytes_block10": kv[min(10, len(kv) - 1)], "kv_bytes_last": kv[-1],
            "kv_flat": kv[-1] == kv[min(10, len(kv) - 1)]}

@@ -9,6 +9,7 @@ import torch
 from inferix.engine import Engine, EngineConfig, SessionFailedError
 from inferix.kv_cache import CachePolicy
 from inferix.registry import load_model
+from inferix.sampling import SamplingConfig
 from inferix.scheduler import SessionState
 
 HW = (8, 8)  # latent grid: 4x4 tokens per frame with the (1, 2, 2) patch
@@ -20,14 +21,7 @@ def tiny():
 
 
 def _engine(tiny, policy="rolling:6", max_batch=4, **kw):
-    cfg = EngineConfig(
-        latent_hw=HW,
-        block_frames=3,
-        timesteps=tiny.timesteps[:2],
-        policy=CachePolicy.parse(policy),
-        max_batch=max_batch,
-        **kw,
-    )
+    cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse(policy), max_batch=max_batch, **kw, sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
     return Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
 
@@ -47,7 +41,7 @@ def test_engine_matches_the_single_session_pipeline(tiny, with_image):
     img = np.zeros((16, 16, 3), np.uint8)
     img[:, :8] = 200
     first = torch.from_numpy(img).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1 if with_image else None
-    ref = generate_blocks(tiny.model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.timesteps[:2]),
+    ref = generate_blocks(tiny.model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.sampling.timesteps[:2]),
                           latent_hw=HW, text_encoder=tiny.text_encoder, action=tiny.action_encoder("forward"),
                           first_frame=first, generator=torch.Generator().manual_seed(3))
     eng = _engine(tiny, policy="full")
@@ -121,7 +115,7 @@ def test_a_failing_session_does_not_take_others_down(tiny):
     def encoder(action):
         return torch.tensor([99]) if action == "broken" else tiny.action_encoder(action)
 
-    cfg = EngineConfig(latent_hw=HW, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("rolling:6"))
+    cfg = EngineConfig(latent_hw=HW, policy=CachePolicy.parse("rolling:6"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
     eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, encoder)
     good = eng.add_session("a boat", num_blocks=3, seed=9)
     bad = eng.add_session("a boat", num_blocks=3, seed=9, action="broken")
@@ -235,8 +229,7 @@ def test_fork_shares_past_blocks_and_branches_exactly(tiny):
 
 
 def _first_block(tiny, g, action="left", batch_with=None):
-    cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:1], policy=CachePolicy.parse("full"),
-                       max_batch=4, action_guidance=g)
+    cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), max_batch=4, sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:1], action_guidance=g))
     eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
     sid = eng.add_session("a red ball", num_blocks=2, seed=5, action=action)
     other = eng.add_session("a city", num_blocks=2, seed=6, action=batch_with) if batch_with else None
@@ -249,7 +242,7 @@ def test_action_guidance_extrapolates_from_the_idle_action_and_leaves_the_cache_
     """One denoising step, so block latents are linear in the velocity: x0(g) = x - s (v_idle + g (v_a - v_idle)).
     g = 1 is the unguided engine; g = 2 - g = 1 equals g = 1 - g = 0; a guided session batched with
     another gives the same latents as alone (the extra idle pass only reads the cache)."""
-    assert EngineConfig().action_guidance == 1.0  # off by default
+    assert EngineConfig().sampling.action_guidance == 1.0  # off by default
     b0_1, _, _ = _first_block(tiny, 1.0)
     b0_0, _, _ = _first_block(tiny, 0.0)
     b0_2, b1_2, _ = _first_block(tiny, 2.0)
@@ -281,8 +274,7 @@ class _Spy:
 
 def _with_context_timestep(tiny, ctx_t, batch_with=None):
     spy = _Spy(tiny.model)
-    cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("full"),
-                       max_batch=4, context_timestep=ctx_t)
+    cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), max_batch=4, sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2], context_timestep=ctx_t))
     eng = Engine(spy, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
     sid = eng.add_session("a red ball", num_blocks=3, seed=4, action="left")
     if batch_with:
@@ -297,7 +289,7 @@ def test_context_timestep_commits_each_block_noised_to_it_and_decodes_the_clean_
     the clean x0. Block 0 is unchanged (nothing noisy is in its context yet), later blocks attend to
     the noisy keys and change; the commit noise is the session's own, so a batched session gets the
     same latents as alone. At 0 the commit pass is the clean block at t = 0."""
-    assert EngineConfig().context_timestep == 0.0
+    assert EngineConfig().sampling.context_timestep == 0.0
     clean, calls0 = _with_context_timestep(tiny, 0.0)
     commits0 = [(x, t) for x, t in calls0 if float(t[0]) == 0.0]
     assert len(commits0) == 3
@@ -316,15 +308,14 @@ def test_context_timestep_commits_each_block_noised_to_it_and_decodes_the_clean_
     for a, b in zip(batched, noisy, strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="context_timestep"):
-        EngineConfig(context_timestep=1000.0)
+        EngineConfig(sampling=SamplingConfig(context_timestep=1000.0))
 
 
 def test_joint_guidance_extrapolates_from_no_caption_and_the_idle_action(tiny):
     """guidance_drops_caption: the unguided pass is (idle, ""), so a session already at (idle, "")
     is unchanged by any g, while a captioned one moves away from action-only guidance."""
     def first(prompt, action, g, drop):
-        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:1], policy=CachePolicy.parse("full"),
-                           action_guidance=g, guidance_drops_caption=drop)
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:1], action_guidance=g, guidance_drops_caption=drop))
         eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
         sid = eng.add_session(prompt, num_blocks=1, seed=5, action=action)
         eng.run()
@@ -340,7 +331,7 @@ def test_joint_guidance_extrapolates_from_no_caption_and_the_idle_action(tiny):
 def test_guidance_rescale_restores_the_conditional_std_and_phi_zero_is_plain_guidance():
     """phi = 1 gives the guided velocity the per-sample std of v_cond (so a large g cannot blow
     the frame up), phi = 0 is plain CFG, phi in between mixes linearly; out-of-range phi is refused."""
-    from inferix.engine import guide
+    from inferix.runner import guide
 
     gen = torch.Generator().manual_seed(0)
     cond = torch.randn(3, 4, 2, 5, 5, generator=gen) * torch.tensor([1.0, 2.0, 0.5]).view(3, 1, 1, 1, 1)
@@ -352,15 +343,14 @@ def test_guidance_rescale_restores_the_conditional_std_and_phi_zero_is_plain_gui
     assert float(plain.std()) > 1.5 * float(full.std())  # plain CFG at g = 3 inflates the std
     torch.testing.assert_close(guide(cond, uncond, 3.0, rescale=0.25), 0.25 * full + 0.75 * plain)
     with pytest.raises(ValueError, match="action_guidance_rescale"):
-        EngineConfig(action_guidance_rescale=1.5)
+        EngineConfig(sampling=SamplingConfig(action_guidance_rescale=1.5))
 
 
 def test_engine_applies_the_guidance_rescale(tiny):
     """The engine's guided step goes through the rescale: phi = 1 changes the block at g = 3, and
     the bundle-level setting reaches the EngineConfig through LoadedModel.engine_config."""
     def block(phi):
-        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:1],
-                           policy=CachePolicy.parse("full"), action_guidance=3.0, action_guidance_rescale=phi)
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:1], action_guidance=3.0, action_guidance_rescale=phi))
         eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
         sid = eng.add_session("a red ball", num_blocks=1, seed=5, action="left")
         eng.run()
@@ -369,10 +359,10 @@ def test_engine_applies_the_guidance_rescale(tiny):
     assert float((block(1.0) - block(0.0)).abs().max()) > 1e-3
     import dataclasses
 
-    lm = dataclasses.replace(tiny, action_guidance=3.0, action_guidance_rescale=0.7)
+    lm = dataclasses.replace(tiny, sampling=dataclasses.replace(tiny.sampling, action_guidance=3.0, action_guidance_rescale=0.7))
     cfg = lm.engine_config(HW)
-    assert (cfg.action_guidance, cfg.action_guidance_rescale) == (3.0, 0.7)
-    assert lm.engine_config(HW, action_guidance_rescale=0.0).action_guidance_rescale == 0.0
+    assert (cfg.sampling.action_guidance, cfg.sampling.action_guidance_rescale) == (3.0, 0.7)
+    assert lm.engine_config(HW, sampling={"action_guidance_rescale": 0.0}).sampling.action_guidance_rescale == 0.0
 
 
 def _load_widened(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
@@ -417,8 +407,7 @@ def test_previous_frame_model_in_the_engine_matches_the_pipeline_batched_and_for
         return img
 
     def engine():
-        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2],
-                           policy=CachePolicy.parse("full"), max_batch=4)
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), max_batch=4, sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
         return Engine(prev_frame_model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
     def alone(v, blocks=3):
@@ -428,7 +417,7 @@ def test_previous_frame_model_in_the_engine_matches_the_pipeline_batched_and_for
         return torch.cat([o.latents for o in outs], 1)
 
     first = torch.from_numpy(image(200)).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1
-    ref = generate_blocks(prev_frame_model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.timesteps[:2]),
+    ref = generate_blocks(prev_frame_model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.sampling.timesteps[:2]),
                           latent_hw=HW, text_encoder=tiny.text_encoder, action=tiny.action_encoder("forward"),
                           first_frame=first, generator=torch.Generator().manual_seed(3))
     a200 = alone(200)
@@ -456,7 +445,7 @@ def test_previous_frame_model_in_the_engine_matches_the_pipeline_batched_and_for
 
 
 def test_the_engine_tells_an_anchor_level_model_its_configured_level_on_every_pass(tiny, prev_frame_model):
-    """``EngineConfig.anchor_level`` reaches every model call (the conditioning prefill, the
+    """``SamplingConfig.anchor_level`` reaches every model call (the conditioning prefill, the
     denoising passes, the commits) as the pipeline's ``anchor_level`` does: engine == pipeline at
     level 0.05, and 0.05 generates another video than 0 (the embedding is non-zero here)."""
     from inferix.models.causal_wan import CausalWanModel
@@ -473,25 +462,24 @@ def test_the_engine_tells_an_anchor_level_model_its_configured_level_on_every_pa
     first = torch.from_numpy(img).float().permute(2, 0, 1)[None, :, None] / 127.5 - 1
 
     def engine(level):
-        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=tiny.timesteps[:2],
-                           policy=CachePolicy.parse("full"), anchor_level=level)
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2], anchor_level=level))
         eng = Engine(model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
         outs = list(eng.stream("a red ball", num_blocks=3, seed=3, action="forward",
                                image_latents=tiny.encode_image(img, HW)))
         return torch.cat([o.latents for o in outs], 1)
 
-    ref = generate_blocks(model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.timesteps[:2]),
+    ref = generate_blocks(model, tiny.codec, "a red ball", 3, 3, FlowMatchSampler(tiny.sampling.timesteps[:2]),
                           latent_hw=HW, text_encoder=tiny.text_encoder, action=tiny.action_encoder("forward"),
                           first_frame=first, generator=torch.Generator().manual_seed(3), anchor_level=0.05)
     noisy = engine(0.05)
     torch.testing.assert_close(noisy, ref.latents[0, :, 1:], atol=1e-5, rtol=0)
     assert (noisy - engine(0.0)).abs().max() > 1e-3
     with pytest.raises(ValueError, match="anchor_level"):
-        EngineConfig(anchor_level=-0.1)
+        EngineConfig(sampling=SamplingConfig(anchor_level=-0.1))
 
 
 def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_the_first_step(tiny, prev_frame_model):
-    """``EngineConfig.start_from_anchor`` (SDEdit per block): a block starts at
+    """``SamplingConfig.start_from_anchor`` (SDEdit per block): a block starts at
     ``(1 - s) anchor + s noise`` with ``s`` the first timestep / 1000 and the same noise a plain start
     draws, so the video differs from the plain one; the next block starts from the last generated
     frame. A session with no first frame, a first step of 1000 (the anchor would get no weight) and a
@@ -501,8 +489,7 @@ def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_t
     lat = tiny.encode_image(img, HW)
 
     def engine(from_anchor):
-        cfg = EngineConfig(latent_hw=HW, block_frames=3, timesteps=(200.0,), policy=CachePolicy.parse("full"),
-                           start_from_anchor=from_anchor)
+        cfg = EngineConfig(latent_hw=HW, block_frames=3, policy=CachePolicy.parse("full"), sampling=SamplingConfig(timesteps=(200.0,), start_from_anchor=from_anchor))
         return Engine(prev_frame_model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
     warm, plain = engine(True), engine(False)
@@ -525,10 +512,10 @@ def test_start_from_anchor_starts_each_block_from_the_previous_frame_noised_to_t
     with pytest.raises(ValueError, match="start_from_anchor starts each block from the previous frame, so a session needs"):
         warm.add_session("a red ball", num_blocks=1)  # no first frame: nothing to start from
     with pytest.raises(ValueError, match="start_from_anchor needs a first timestep below 1000"):
-        EngineConfig(timesteps=(1000.0, 500.0), start_from_anchor=True)
+        EngineConfig(sampling=SamplingConfig(timesteps=(1000.0, 500.0), start_from_anchor=True))
     with pytest.raises(ValueError, match="start_from_anchor needs a model conditioned on the previous frame"):
         Engine(tiny.model, tiny.codec, tiny.text_encoder,
-               EngineConfig(latent_hw=HW, block_frames=3, timesteps=(200.0,), start_from_anchor=True))
+               EngineConfig(latent_hw=HW, block_frames=3, sampling=SamplingConfig(timesteps=(200.0,), start_from_anchor=True)))
 
 
 def test_a_bfloat16_model_keeps_its_kv_cache_in_bf16_and_generates_the_float32_frames_up_to_rounding():

@@ -9,6 +9,7 @@ import torch
 from inferix.engine import Engine, EngineConfig
 from inferix.kv_cache import CachePolicy
 from inferix.registry import load_model
+from inferix.sampling import SamplingConfig
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -24,7 +25,7 @@ def tiny():
 
 
 def _engine(tiny):
-    cfg = EngineConfig(latent_hw=HW, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("rolling:6"))
+    cfg = EngineConfig(latent_hw=HW, policy=CachePolicy.parse("rolling:6"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
     return Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
 
@@ -87,7 +88,7 @@ def test_bad_start_message_and_http_control_errors(tiny):
 
 
 def test_a_failing_session_ends_with_an_error_while_another_streams_on(tiny):
-    cfg = EngineConfig(latent_hw=HW, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse("rolling:6"))
+    cfg = EngineConfig(latent_hw=HW, policy=CachePolicy.parse("rolling:6"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
 
     def encoder(action):
         return torch.tensor([99]) if action == "broken" else tiny.action_encoder(action)

@@ -15,6 +15,7 @@ import pytest
 from inferix.engine import Engine, EngineConfig
 from inferix.kv_cache import CachePolicy
 from inferix.registry import load_model
+from inferix.sampling import SamplingConfig
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -30,8 +31,7 @@ def tiny():
 
 
 def _engine(tiny, max_sessions: int = 4, policy: str = "rolling:6") -> Engine:
-    cfg = EngineConfig(latent_hw=HW, timesteps=tiny.timesteps[:2], policy=CachePolicy.parse(policy),
-                       max_sessions=max_sessions)
+    cfg = EngineConfig(latent_hw=HW, policy=CachePolicy.parse(policy), max_sessions=max_sessions, sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
     return Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
 

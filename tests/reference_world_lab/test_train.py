@@ -183,7 +183,7 @@ def test_export_round_trips_and_maps_actions(toy_root: Path, tmp_path: Path) -> 
     assert lm.action_encoder(None).item() == 0  # default
     with pytest.raises(ValueError, match="This model's actions: idle, NOOP, LEFT, RIGHT"):
         lm.action_encoder("jump")
-    assert lm.timesteps == (1000.0, pytest.approx(2000 / 3))  # steps [1000, 500] warped by shift 2
+    assert lm.sampling.timesteps == (1000.0, pytest.approx(2000 / 3))  # steps [1000, 500] warped by shift 2
     # an exported folder also loads by path through the registry
     assert load_model(str(path)).actions == ("idle", "NOOP", "LEFT", "RIGHT")
 
@@ -235,11 +235,11 @@ def test_content_guidance_serves_a_listed_content_at_its_own_scale(toy_root: Pat
     cfg.sampler.content_guidance = {"gaming": 1.5, "gaming.atari_freeway": 3.0}
     path = Trainer(cfg).export()
     lm = load_bundle(path)
-    assert lm.engine_config((8, 8), content="gaming.atari_freeway").action_guidance == 3.0
-    assert lm.engine_config((8, 8), content="gaming.atari_pong").action_guidance == 1.5  # the family's
-    assert lm.engine_config((8, 8), content="robotics.pick").action_guidance == 2.0
-    assert lm.engine_config((8, 8)).action_guidance == 2.0
-    assert lm.engine_config((8, 8), action_guidance=1.0, content="gaming.atari_freeway").action_guidance == 1.0
+    assert lm.engine_config((8, 8), content="gaming.atari_freeway").sampling.action_guidance == 3.0
+    assert lm.engine_config((8, 8), content="gaming.atari_pong").sampling.action_guidance == 1.5  # the family's
+    assert lm.engine_config((8, 8), content="robotics.pick").sampling.action_guidance == 2.0
+    assert lm.engine_config((8, 8)).sampling.action_guidance == 2.0
+    assert lm.engine_config((8, 8), content="gaming.atari_freeway", sampling={"action_guidance": 1.0}).sampling.action_guidance == 1.0
     info = json.loads((path / "bundle.json").read_text())
     info["sampler"]["content_guidance"] = {"gaming.atari_freeway": 0.5}
     (path / "bundle.json").write_text(json.dumps(info))
@@ -247,7 +247,7 @@ def test_content_guidance_serves_a_listed_content_at_its_own_scale(toy_root: Pat
         load_bundle(path)
     del info["sampler"]["content_guidance"]  # a bundle written before the key: one scale for everything
     (path / "bundle.json").write_text(json.dumps(info))
-    assert load_bundle(path).engine_config((8, 8), content="gaming.atari_freeway").action_guidance == 2.0
+    assert load_bundle(path).engine_config((8, 8), content="gaming.atari_freeway").sampling.action_guidance == 2.0
 
 
 def test_a_bundles_context_timestep_is_exported_and_served(toy_root: Path, tmp_path: Path) -> None:
@@ -259,11 +259,11 @@ def test_a_bundles_context_timestep_is_exported_and_served(toy_root: Path, tmp_p
     cfg = toy_config(tmp_path, toy_root)
     cfg.sampler.context_timestep = 50.0
     path = Trainer(cfg).export()
-    assert load_bundle(path).engine_config((8, 8)).context_timestep == 50.0
+    assert load_bundle(path).engine_config((8, 8)).sampling.context_timestep == 50.0
     info = json.loads((path / "bundle.json").read_text())
     del info["sampler"]["context_timestep"]
     (path / "bundle.json").write_text(json.dumps(info))
-    assert load_bundle(path).engine_config((8, 8)).context_timestep == 0.0
+    assert load_bundle(path).engine_config((8, 8)).sampling.context_timestep == 0.0
 
 
 def test_training_clips_of_a_content_with_its_own_grid_are_at_that_grid(toy_root: Path, tmp_path: Path) -> None:
@@ -443,15 +443,15 @@ def test_a_bundles_anchor_level_is_exported_and_served(toy_root: Path, tmp_path:
     raw["sampler"]["anchor_level"] = 0.02
     path = Trainer(config_from_dict(raw)).export()
     lm = load_bundle(path)
-    assert lm.model.config.anchor_level and lm.engine_config((8, 8)).anchor_level == 0.02
-    assert lm.engine_config((8, 8), anchor_level=0.0).anchor_level == 0.0
+    assert lm.model.config.anchor_level and lm.engine_config((8, 8)).sampling.anchor_level == 0.02
+    assert lm.engine_config((8, 8), sampling={"anchor_level": 0.0}).sampling.anchor_level == 0.0
     info = json.loads((path / "bundle.json").read_text())
     del info["sampler"]["anchor_level"]
     (path / "bundle.json").write_text(json.dumps(info))
-    assert load_bundle(path).engine_config((8, 8)).anchor_level == 0.0
+    assert load_bundle(path).engine_config((8, 8)).sampling.anchor_level == 0.0
     plain = load_bundle(Trainer(toy_config(tmp_path / "p", toy_root)).export())
     with pytest.raises(ValueError, match="anchor-level input"):
-        Engine(plain.model, plain.codec, plain.text_encoder, plain.engine_config((8, 8), anchor_level=0.02))
+        Engine(plain.model, plain.codec, plain.text_encoder, plain.engine_config((8, 8), sampling={"anchor_level": 0.02}))
 
 
 def test_init_from_starts_a_stage_from_exported_weights(toy_root: Path, tmp_path: Path) -> None:
@@ -621,7 +621,7 @@ def test_rollout_trains_the_next_block_on_the_models_own_context(toy_root: Path,
     with torch.no_grad():
         tr.lm.model.proj_out.weight.normal_(std=0.05)  # a head that changes frames
     gen = rollout_context(tr.lm, clip, x0, 2, 1, text, torch.Generator().manual_seed(5))
-    ref = generate_blocks(tr.lm.model, tr.lm.codec, text, 1, 2, FlowMatchSampler(tuple(tr.lm.timesteps)),
+    ref = generate_blocks(tr.lm.model, tr.lm.codec, text, 1, 2, FlowMatchSampler(tuple(tr.lm.sampling.timesteps)),
                           latent_hw=(8, 8), batch_size=2, action=[clip.actions[:, 1]],
                           first_frame=clip.pixels[:, :, :1], generator=torch.Generator().manual_seed(5))
     assert gen.shape == (2, 48, 2, 8, 8)
@@ -1449,14 +1449,14 @@ def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root:
 
     main_dir = Trainer(toy_config(tmp_path / "m", toy_root)).export()
     tuned_dir = Trainer(toy_config(tmp_path / "t", toy_root)).export()
-    own = load_bundle(main_dir).timesteps
+    own = load_bundle(main_dir).sampling.timesteps
     assert main(["expert", str(main_dir), str(tuned_dir), "--name", "physics", "--contents", "mechanics",
                  "--rank", "2", "--steps", "1000,500,200,50"]) == 0
     lm = load_bundle(main_dir)
-    assert lm.engine_config((8, 8), content="mechanics.bounce").timesteps == (1000.0, 500.0, 200.0, 50.0)
-    assert lm.engine_config((8, 8), content="mechanics.bounce", steps=2).timesteps == (1000.0, 500.0)
-    assert lm.engine_config((8, 8), content="gaming.maze").timesteps == tuple(own) != (1000.0, 500.0, 200.0, 50.0)
-    assert lm.engine_config((8, 8)).timesteps == tuple(own)
+    assert lm.engine_config((8, 8), content="mechanics.bounce").sampling.timesteps == (1000.0, 500.0, 200.0, 50.0)
+    assert lm.engine_config((8, 8), content="mechanics.bounce", sampling={"steps": 2}).sampling.timesteps == (1000.0, 500.0)
+    assert lm.engine_config((8, 8), content="gaming.maze").sampling.timesteps == tuple(own) != (1000.0, 500.0, 200.0, 50.0)
+    assert lm.engine_config((8, 8)).sampling.timesteps == tuple(own)
 
     for bad in ([900, 500], [1000, 500, 600], [1000, 200, -5], [1000, 200, 0]):   # the engine refuses t = 0
         with pytest.raises(ValueError, match=r"experts\['physics'\].steps must start at 1000"):
@@ -1470,7 +1470,7 @@ def test_an_expert_with_its_own_step_list_samples_its_contents_with_it(toy_root:
 
 def test_an_expert_that_starts_from_the_previous_frame_serves_only_its_contents_that_way(toy_root: Path, tmp_path: Path) -> None:
     """``reference-world-lab expert --steps 200 --start anchor``: the expert's contents get an engine whose blocks
-    start from the previous frame noised to its first step (``EngineConfig.start_from_anchor``), every
+    start from the previous frame noised to its first step (``SamplingConfig.start_from_anchor``), every
     other content the bundle's plain start. A start from the anchor needs the expert's own steps, below
     1000; an unknown start is refused when a hand-edited bundle loads."""
     from inferix.bundle import load_bundle
@@ -1484,9 +1484,9 @@ def test_an_expert_that_starts_from_the_previous_frame_serves_only_its_contents_
                  "--rank", "2", "--steps", "200", "--start", "anchor"]) == 0
     lm = load_bundle(main_dir)
     cfg = lm.engine_config((8, 8), content="mechanics.bounce")
-    assert cfg.timesteps == (200.0,) and cfg.start_from_anchor
-    assert not lm.engine_config((8, 8), content="gaming.maze").start_from_anchor
-    assert not lm.engine_config((8, 8)).start_from_anchor
+    assert cfg.sampling.timesteps == (200.0,) and cfg.sampling.start_from_anchor
+    assert not lm.engine_config((8, 8), content="gaming.maze").sampling.start_from_anchor
+    assert not lm.engine_config((8, 8)).sampling.start_from_anchor
 
     with pytest.raises(ValueError, match=r"start 'anchor' needs the expert's own steps"):
         add_expert(main_dir, tuned_dir, "physics", ["mechanics"], rank=2, start="anchor")
@@ -1545,8 +1545,8 @@ def test_an_expert_on_top_of_another_stores_only_its_own_difference_and_serves_t
     assert tuple(stored[f"{name}.up"].shape) == (melt[name].shape[0], 1)
     assert lm.model_for("thermal.freezing") is lm.experts["physics"].model
     assert lm.model_for("gaming.maze") is lm.model
-    assert lm.engine_config((8, 8), content="thermal.melting").start_from_anchor
-    assert not lm.engine_config((8, 8), content="thermal.freezing").start_from_anchor
+    assert lm.engine_config((8, 8), content="thermal.melting").sampling.start_from_anchor
+    assert not lm.engine_config((8, 8), content="thermal.freezing").sampling.start_from_anchor
 
     info = json.loads((main_dir / "bundle.json").read_text())
     assert info["experts"]["melting"]["base"] == "physics"

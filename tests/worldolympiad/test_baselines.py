@@ -71,8 +71,8 @@ def test_random_twin_has_the_trained_architecture_but_not_its_weights() -> None:
         pytest.fail(f"the shipped reference world model is missing from {REFERENCE_WORLD_DIR}")
     trained, random = load_model("reference-world"), load_model("reference-world-random")
     assert trained.model.config == random.model.config and trained.actions == random.actions
-    assert trained.timesteps == random.timesteps and trained.max_side == random.max_side
-    assert trained.guidance() == random.guidance()  # served the same way: the sampler's action guidance too
+    assert trained.sampling.timesteps == random.sampling.timesteps and trained.max_side == random.max_side
+    assert trained.sampling == random.sampling  # served the same way: the sampler's action guidance too
     diffs = [not torch.equal(a, b) for a, b in zip(trained.model.state_dict().values(),
                                                    random.model.state_dict().values(), strict=True)]
     assert sum(diffs) > len(diffs) // 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -59,13 +61,13 @@ def test_bridge_equals_the_engine_stream(model):
     """Same seed and controls: the bridge's frames are the engine's frames (native size, no resize)."""
     from inferix.engine import Engine, EngineConfig
     from inferix.kv_cache import CachePolicy
+    from inferix.sampling import SamplingConfig
 
     lm = model.loaded
     case = _case(("forward",), resolution=lm.pixel_hw(), num_frames=9)
     got = model.generate(case, seed=5).frames
     eng = Engine(lm.model, lm.codec, lm.text_encoder,
-                 EngineConfig(latent_hw=lm.latent_hw, timesteps=lm.timesteps[:1], policy=CachePolicy.parse("rolling:9"),
-                              max_sessions=1), lm.action_encoder)
+                 EngineConfig(latent_hw=lm.latent_hw, policy=CachePolicy.parse("rolling:9"), max_sessions=1, sampling=SamplingConfig(timesteps=lm.sampling.timesteps[:1])), lm.action_encoder)
     ref = np.concatenate([o.frames for o in eng.stream("a maze", num_blocks=3, seed=5, action="forward")])
     np.testing.assert_array_equal(got, ref)
 
@@ -112,36 +114,35 @@ def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(mode
 
 def test_engine_serves_the_models_own_guidance_settings_unless_options_override(model, monkeypatch):
     lm = model.loaded
-    monkeypatch.setattr(lm, "action_guidance", 2.0)
-    monkeypatch.setattr(lm, "action_guidance_rescale", 0.7)
+    monkeypatch.setattr(lm, "sampling", dataclasses.replace(lm.sampling, action_guidance=2.0, action_guidance_rescale=0.7))
     cfg = model._engine(lm.latent_hw, 8).config
-    assert (cfg.action_guidance, cfg.action_guidance_rescale) == (2.0, 0.7)
-    assert cfg.guidance_drops_caption is False
+    assert (cfg.sampling.action_guidance, cfg.sampling.action_guidance_rescale) == (2.0, 0.7)
+    assert cfg.sampling.guidance_drops_caption is False
     m2 = build_model("inferix:tiny", steps="1", action_guidance="3", action_guidance_rescale="0",
                      guidance_drops_caption="true")
-    monkeypatch.setattr(m2.loaded, "action_guidance_rescale", 0.7)
+    monkeypatch.setattr(m2.loaded, "sampling", dataclasses.replace(m2.loaded.sampling, action_guidance_rescale=0.7))
     cfg = m2._engine(lm.latent_hw, 8).config
-    assert (cfg.action_guidance, cfg.action_guidance_rescale, cfg.guidance_drops_caption) == (3.0, 0.0, True)
+    assert (cfg.sampling.action_guidance, cfg.sampling.action_guidance_rescale, cfg.sampling.guidance_drops_caption) == (3.0, 0.0, True)
     m2.close()
 
 
 def test_engine_serves_the_models_own_context_timestep_unless_an_option_overrides_it(model, monkeypatch):
     lm = model.loaded
-    assert model._engine(lm.latent_hw, 8).config.context_timestep == 0.0  # clean context by default
-    monkeypatch.setattr(lm, "context_timestep", 50.0)
-    assert model._engine(lm.latent_hw, 8).config.context_timestep == 50.0  # the model's own
+    assert model._engine(lm.latent_hw, 8).config.sampling.context_timestep == 0.0  # clean context by default
+    monkeypatch.setattr(lm, "sampling", dataclasses.replace(lm.sampling, context_timestep=50.0))
+    assert model._engine(lm.latent_hw, 8).config.sampling.context_timestep == 50.0  # the model's own
     m2 = build_model("inferix:tiny", steps="1", context_timestep="100")
-    monkeypatch.setattr(m2.loaded, "context_timestep", 50.0)
-    assert m2._engine(lm.latent_hw, 8).config.context_timestep == 100.0  # an explicit option wins
+    monkeypatch.setattr(m2.loaded, "sampling", dataclasses.replace(m2.loaded.sampling, context_timestep=50.0))
+    assert m2._engine(lm.latent_hw, 8).config.sampling.context_timestep == 100.0  # an explicit option wins
     m2.close()
 
 
 def test_engine_serves_the_models_own_anchor_level_unless_an_option_overrides_it(model, monkeypatch):
     lm = model.loaded
-    assert model._engine(lm.latent_hw, 8).config.anchor_level == 0.0  # exact anchors by default
+    assert model._engine(lm.latent_hw, 8).config.sampling.anchor_level == 0.0  # exact anchors by default
     m2 = build_model("inferix:tiny", steps="1", anchor_level="0.03")
-    monkeypatch.setattr(m2.loaded, "anchor_level", 0.01)
-    assert m2.anchor_level == 0.03
+    monkeypatch.setattr(m2.loaded, "sampling", dataclasses.replace(m2.loaded.sampling, anchor_level=0.01))
+    assert m2.sampling["anchor_level"] == 0.03
     # the tiny model has no anchor-level input: the engine refuses a level instead of ignoring it
     with pytest.raises(ValueError, match="anchor-level input"):
         m2._engine(lm.latent_hw, 8)
@@ -268,7 +269,7 @@ def test_the_bridge_serves_a_case_at_its_generators_own_guidance(tmp_path):
 
         def spy(*args, **kwargs):
             e = engine(*args, **kwargs)
-            seen.append(e.config.action_guidance)
+            seen.append(e.config.sampling.action_guidance)
             return e
 
         m._engine = spy
@@ -369,9 +370,9 @@ def test_the_shipped_bundle_starts_physics_blocks_from_the_previous_frame_and_ro
     lm = load_bundle(REFERENCE_WORLD_DIR)
     for content in ("mechanics.bounce", "thermal.melting", "material.dissolving"):
         cfg = lm.engine_config((16, 16), content=content)
-        assert cfg.start_from_anchor and cfg.timesteps == (200.0,), content
+        assert cfg.sampling.start_from_anchor and cfg.sampling.timesteps == (200.0,), content
     robot = lm.engine_config((16, 16), content="robotics.push")
-    assert not robot.start_from_anchor and robot.timesteps == lm.timesteps
+    assert not robot.sampling.start_from_anchor and robot.sampling.timesteps == lm.sampling.timesteps
     same = zip(lm.model_for("robotics.push").parameters(), lm.model_for("mechanics.bounce").parameters(), strict=True)
     assert all(torch.equal(a, b) for a, b in same)
     assert lm.model_for("robotics.push") is not lm.model and lm.model_for("gaming.maze") is lm.model

@@ -38,15 +38,10 @@ What a case controls, and how:
   evaluator's reference cache), the same image ``repeat-first-frame`` starts from. Only a case with
   neither is generated from text and actions alone (logged).
 
-Options (``--option model.KEY=VALUE``, declared in ``InferixModel.OPTIONS``): ``policy`` (``rolling:9``...), ``steps``,
-``action_guidance`` (classifier-free guidance on the action, 1 = off; default: the model's own, for
-the case's generator when its bundle lists one in ``sampler.content_guidance``),
-``action_guidance_rescale`` (its rescale phi in [0, 1], 0 = off; default: the model's own),
-``guidance_drops_caption`` (``true``: guidance joint over caption and action; default: the model's own),
-``context_timestep`` (generated blocks enter the KV cache noised to this timestep in [0, 1000); 0 =
-clean; default: the model's own),
-``anchor_level`` (for a model with an anchor-level input: the noise std it is told its anchors carry;
-0 = exact; default: the model's own),
+Options (``--option model.KEY=VALUE``, declared in ``InferixModel.OPTIONS``): ``policy`` (``rolling:9``...),
+the sampling knobs (``steps``, ``action_guidance``, ``action_guidance_rescale``, ``guidance_drops_caption``,
+``context_timestep``, ``anchor_level``: declared once in :data:`inferix.sampling.KNOBS`, unset = the
+model's own, for the case's generator where its bundle has its own, e.g. ``sampler.content_guidance``),
 ``text_encoder``, ``vae``, ``unknown_action`` (``error`` | ``default``), ``native_size``, ``size``,
 ``dtype`` (``bfloat16``: the DiT and its KV cache in bf16, faster on a GPU and on a CPU with bf16
 matrix units; scores differ from the default float32 by rounding).
@@ -60,6 +55,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from inferix.sampling import KNOBS as SAMPLING_KNOBS
 from worldolympiad.models.base import ChunkControl, ModelError, VideoChunk, WorldModel
 from worldolympiad.options import OptionSpec
 from worldolympiad.types import Case
@@ -101,13 +97,8 @@ class InferixModel(WorldModel):
     # ``--option model.KEY=VALUE``; None = the model's own (bundle.json's sampler section)
     OPTIONS: ClassVar[Mapping[str, OptionSpec]] = {
         "policy": OptionSpec("str", None, "KV-cache policy, e.g. full or rolling:9"),
-        "steps": OptionSpec("int", None, "denoising steps per block"),
-        "action_guidance": OptionSpec("float", None, "classifier-free guidance on the action (1 = off)"),
-        "action_guidance_rescale": OptionSpec("float", None, "rescale phi of the action guidance in [0, 1] (0 = off)"),
-        "guidance_drops_caption": OptionSpec("bool", None, "true: guidance joint over caption and action"),
-        "context_timestep": OptionSpec("float", None, "generated blocks enter the KV cache noised to this "
-                                       "timestep in [0, 1000) (0 = clean)"),
-        "anchor_level": OptionSpec("float", None, "noise std the model is told its anchors carry (0 = exact)"),
+        # the sampling knobs, declared once in inferix.sampling (a light module: no torch)
+        **{k.name: OptionSpec(k.type, None, k.help) for k in SAMPLING_KNOBS.values()},
         "text_encoder": OptionSpec("path", None, "text encoder to load instead of the bundle's"),
         "vae": OptionSpec("path", None, "VAE to load instead of the bundle's"),
         "dtype": OptionSpec("str", None, "DiT and KV-cache dtype, e.g. bfloat16 (default float32)"),
@@ -161,13 +152,8 @@ class InferixModel(WorldModel):
 
         self.device = resolve_device(str(options.pop("device", "cpu") or "cpu"))
         # serving settings: None = the model's own (bundle.json's sampler section, LoadedModel.policy...)
-        self.action_guidance = _pop_optional(options, "action_guidance", float)
-        self.action_guidance_rescale = _pop_optional(options, "action_guidance_rescale", float)
-        self.guidance_drops_caption = _pop_optional(options, "guidance_drops_caption", _bool)
-        self.context_timestep = _pop_optional(options, "context_timestep", float)
-        self.anchor_level = _pop_optional(options, "anchor_level", float)
+        self.sampling = {k: _pop_optional(options, k, knob.parse) for k, knob in SAMPLING_KNOBS.items()}
         self.policy = _pop_optional(options, "policy", str)
-        self.steps = _pop_optional(options, "steps", int)
         self.unknown_action = str(options.pop("unknown_action", "error"))
         if self.unknown_action not in ("error", "default"):
             raise ValueError(f"unknown_action must be 'error' or 'default', got {self.unknown_action!r}")
@@ -195,11 +181,7 @@ class InferixModel(WorldModel):
         from inferix.engine import Engine
 
         lm = self.loaded
-        cfg = lm.engine_config(latent_hw, steps=self.steps, policy=self.policy, action_guidance=self.action_guidance,
-                               action_guidance_rescale=self.action_guidance_rescale,
-                               guidance_drops_caption=self.guidance_drops_caption,
-                               context_timestep=self.context_timestep, anchor_level=self.anchor_level,
-                               content=content, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
+        cfg = lm.engine_config(latent_hw, policy=self.policy, sampling=self.sampling, content=content, max_sessions=1, max_batch=1, max_frames=max_frames, device=self.device)
         return Engine(lm.model_for(content), lm.codec, lm.text_encoder, cfg, self._action_encoder())
 
     def _action_encoder(self) -> Any:
