@@ -125,6 +125,11 @@ class _VideoActor:
         self.worker.close()
 
 
+def _probe(env: _Env) -> bool:
+    """Nothing: receiving ``env`` imports the model adapter and every track class on a worker (the pre-flight)."""
+    return env is not None
+
+
 def _score(env: _Env, case: Case, seed: int, track: str, stored: StoredVideo
            ) -> tuple[TrackResult, list[tuple[str, Any]]]:
     """Score one (case, seed, track) from the video in the run directory; the row and the worker's messages."""
@@ -139,6 +144,54 @@ def _score(env: _Env, case: Case, seed: int, track: str, stored: StoredVideo
 
 
 # ================================================================= driver side
+
+
+def _cause(e: BaseException, limit: int = 300) -> str:
+    """The line of a Ray error that says what went wrong (its last line, colours stripped), shortened."""
+    import re
+
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines()]
+    lines = [ln for ln in lines if ln and set(ln) - set("^~ ")]
+    text = lines[-1] if lines else type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _crashed(ray: Any, e: BaseException) -> bool:
+    """The worker process died (killed, out of memory, a native crash), as opposed to code that raised."""
+    if isinstance(e, ray.exceptions.ActorDiedError):
+        return not e.actor_init_failed
+    return isinstance(e, (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError,
+                          ray.exceptions.NodeDiedError, ray.exceptions.RayActorError))
+
+
+def _failure(ray: Any, e: BaseException, what: str, tries: int) -> str:
+    """A failed row's error for ``what`` (e.g. "scoring case 'x' seed 0 track 'physics'") whose Ray call ended in ``e``."""
+    if _crashed(ray, e):
+        return (f"the Ray worker {what} died {tries} time(s) ({type(e).__name__}: {_cause(e)}); likely out of memory "
+                "or a native crash: rerun with --retry-failed (or --executor local --workers 1 to see the error)")
+    return (f"the Ray cluster could not run the work {what} ({type(e).__name__}: {_cause(e)}); every node must import "
+            "the project, the model and the tracks at this machine's version (docs/cluster.md), then rerun with "
+            "--retry-failed")
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail fast when ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts no TCP connection; other forms
+    (``auto``) are left to Ray.
+
+    Raises:
+        RayExecutorError: nothing answers there within ``timeout`` seconds.
+    """
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise RayExecutorError(f"no Ray cluster answers at {address} ({e}); check the head node's address and port "
+                               "(`ray status` there; GCS port 6379, Ray Client 10001), or use ray:auto on a node of "
+                               "the cluster") from e
 
 
 class RayExecutor:
@@ -163,6 +216,8 @@ class RayExecutor:
         kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
         if self.address is None:
             kwargs["include_dashboard"] = False
+        else:
+            check_reachable(self.address)  # ray.init waits minutes for an address nobody answers at
         try:
             ray.init(address=self.address, **kwargs)
         except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError from ray.init
@@ -219,6 +274,13 @@ class RayExecutor:
             if gpu not in envs:
                 envs[gpu] = ray.put(_on(env, gpu))
             track_env[name] = envs[gpu]
+        try:  # pre-flight: a worker can import what the run needs (else one clear error, not a failed row each)
+            ray.get(ray.remote(_probe).options(num_cpus=0).remote(next(iter(envs.values()), actor_env)))
+        except Exception as e:  # noqa: BLE001 - RayTaskError / RaySystemError wrapping the import error
+            raise RayExecutorError(f"a Ray worker cannot load what this run needs ({type(e).__name__}: {_cause(e)}); "
+                                   "install the project, your model and any plugin track at this machine's version "
+                                   "on every node, or submit with `ray job submit --working-dir .` "
+                                   "(docs/cluster.md)") from e
         actor_cls = ray.remote(_VideoActor).options(max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS,
                                                     **model_req)
         score = ray.remote(_score)
@@ -271,11 +333,9 @@ class RayExecutor:
                     try:
                         row, messages = ray.get(ref)
                     except Exception as e:  # noqa: BLE001 - retries spent: a failed row, never a lost one
-                        row = failed_row(env.spec, unit.case, unit.seed, t,
-                                         f"the Ray worker scoring case {unit.case.id!r} seed {unit.seed} track {t!r} "
-                                         f"died {TASK_RETRIES + 1} time(s) ({type(e).__name__}: {e}); likely out of "
-                                         "memory or a native crash: rerun with --retry-failed (or --executor local "
-                                         "--workers 1 to see the error)", _version_of(env.track_classes, t))
+                        what = f"scoring case {unit.case.id!r} seed {unit.seed} track {t!r}"
+                        row = failed_row(env.spec, unit.case, unit.seed, t, _failure(ray, e, what, TASK_RETRIES + 1),
+                                         _version_of(env.track_classes, t))
                         messages = []
                     replay(messages)
                     row.inputs = unit.inputs
@@ -296,7 +356,6 @@ class RayExecutor:
             stored, error, messages = ray.get(ref)
             return stored, error, messages, False
         except Exception as e:  # noqa: BLE001 - RayActorError once its restarts are spent
-            return None, (f"the Ray actor generating case {unit.case.id!r} seed {unit.seed} died "
-                          f"{ACTOR_RESTARTS + 1} time(s) ({type(e).__name__}: {e}); likely out of memory or a native "
-                          "crash in the model: rerun with --retry-failed"), [], True
+            what = f"generating case {unit.case.id!r} seed {unit.seed} (a model actor)"
+            return None, _failure(ray, e, what, ACTOR_RESTARTS + 1), [], True
 

@@ -17,7 +17,7 @@ import pytest
 import wo_testlib
 
 from worldolympiad.evaluator import EvalConfig, evaluate, make_run_spec
-from worldolympiad.ray_executor import RayExecutorError, parse_executor, request
+from worldolympiad.ray_executor import RayExecutorError, check_reachable, parse_executor, request
 
 ray = pytest.importorskip("ray")  # in the `test` extra; `pip install 'worldolympiad[ray]'`
 
@@ -150,6 +150,23 @@ def test_a_killed_driver_leaves_a_run_that_the_same_command_resumes(cluster, tmp
     assert f"({6 - len(before)} rows computed, {len(before)} reused)" in r.stdout
 
 
+def test_a_track_the_cluster_cannot_import_stops_the_run_with_one_clear_error(cluster, tmp_path, monkeypatch):
+    from worldolympiad.evaluator import EvaluationError
+    from worldolympiad.registries import TRACKS
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "only_on_the_driver.py").write_text(
+        "from worldolympiad.track import Track\n"
+        "class Ghost(Track):\n    name = 'ghost'\n    def applicability(self, case):\n        return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))  # this process imports it; Ray's workers cannot
+    import only_on_the_driver
+
+    TRACKS.register("ghost", only_on_the_driver.Ghost, override=True)
+    spec = make_run_spec("reference", "smoke", ["ghost"], [0])
+    with pytest.raises(EvaluationError, match=r"cannot load .*No module named 'only_on_the_driver'.*every node"):
+        evaluate(spec, EvalConfig(out=tmp_path / "ray", progress=False, limit=1, executor="ray"))
+
+
 def test_resource_requests_ask_for_gpus_only_on_cuda_runs():
     from worldolympiad.registries import TRACKS
 
@@ -162,6 +179,9 @@ def test_resource_requests_ask_for_gpus_only_on_cuda_runs():
     assert request({"num_gpus": 0}, "cuda", holds_cpu_without_gpu=False) == {"num_cpus": 0.0, "num_gpus": 0.0}
     assert request({"num_gpus": 1}, "cuda", holds_cpu_without_gpu=False) == {"num_cpus": 1.0, "num_gpus": 1.0}
     assert parse_executor("ray") is None and parse_executor("ray:10.0.0.1:6379") == "10.0.0.1:6379"
+    # an address nobody answers at fails in a second, naming the fix (ray.init would wait minutes)
+    with pytest.raises(RayExecutorError, match=r"no Ray cluster answers at 127\.0\.0\.1:9 .*ray:auto"):
+        check_reachable("127.0.0.1:9")
     with pytest.raises(RayExecutorError, match="ray:ADDRESS"):
         parse_executor("spark")
 
