@@ -509,7 +509,10 @@ def _run_on_ray(config: EvalConfig, env: _Env, units: list[_Unit], on_message: A
     if not _picklable(env):
         raise EvaluationError("--executor ray: the model or a track is not importable by name on the cluster "
                               "(registered at runtime?); register it in an installed package or use --executor local")
-    executor = RayExecutor(config.executor, config.workers)
+    try:
+        executor = RayExecutor(config.executor, config.workers)
+    except RayExecutorError as e:
+        raise EvaluationError(str(e)) from e
     try:
         executor.run(env, units, on_message, write_row)
     except RayExecutorError as e:
