@@ -73,6 +73,10 @@ class EngineConfig:
         max_frames: latent frames per session the default ``full`` pool is sized for.
         device: torch device of the model and the KV pool.
         check_finite: fail a session whose latents become NaN/inf.
+        rotated_kv_buffers: read the KV cache through per-session buffers of already rotated keys (the
+            lean path, :mod:`inferix.kv_cache.backend`); ``None`` = wherever the policy keeps cached
+            positions fixed, ``False`` = gather and rotate the pool's keys every pass (the path
+            before issue 60, kept for ``bench/bench_inferix.py lean``).
         sampling: how each block is sampled: timesteps, guidance, context timestep...
             (:class:`inferix.sampling.SamplingConfig`, the one place those settings are declared).
     """
@@ -89,6 +93,7 @@ class EngineConfig:
     max_frames: int = 96
     device: str = "cpu"
     check_finite: bool = True
+    rotated_kv_buffers: bool | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.sampling, SamplingConfig):
@@ -165,6 +170,7 @@ class Session:
     prefix_frames: Any = None  # decoded conditioning frames, emitted with block 0
     anchor: Any = None  # [1, C, 1, h, w] last clean latent frame (models conditioned on the previous frame)
     commit_x: Any = None  # the finished block as committed (noised to context_timestep); None = s.x
+    nonfinite: Any = None  # device bool: some step of the current block gave non-finite latents
 
     @property
     def id(self) -> str:
@@ -213,7 +219,7 @@ class Engine:
         self.device = torch.device(cfg.device)
         self.kv = KVCacheManager(cfg.kv_block, cfg.pool_blocks(), cfg.num_host_blocks, cfg.policy)
         self.storage = KVStorage(cfg.pool_blocks(), cfg.num_host_blocks, cfg.kv_block, self.device)
-        self.backend = BlockPoolAttention(self.kv, self.storage)
+        self.backend = BlockPoolAttention(self.kv, self.storage, cfg.rotated_kv_buffers)
         self.scheduler = Scheduler(self.kv, cfg.max_batch)
         self.runner = ModelRunner(model, self.backend, cfg.sampling, cfg.block_frames, self.device,
                                   idle_action=lambda: self._encode_action(None), null_context=lambda: self._context(""))
@@ -494,8 +500,16 @@ class Engine:
         if not row.commit:
             s.timings["denoise"] += seconds
             x0 = velocity_to_x0(s.x, velocity, ts[row.step])
-            if self.config.check_finite and not bool(torch.isfinite(x0).all()):
-                raise FloatingPointError(f"non-finite latents at block {s.blocks_done} step {row.step}")
+            if self.config.check_finite:
+                # a device-side flag, read once per block after its last step (no host sync per pass);
+                # non-finite latents then fail the session before the block is committed or decoded
+                bad = ~torch.isfinite(x0).all()
+                s.nonfinite = bad if s.nonfinite is None else s.nonfinite | bad
+                if row.step + 1 == len(ts):
+                    flag, s.nonfinite = s.nonfinite, None
+                    if bool(flag):
+                        raise FloatingPointError(f"non-finite latents in block {s.blocks_done} "
+                                                 f"(checked after its last denoising step)")
             if row.step + 1 < len(ts):
                 sigma = ts[row.step + 1] / 1000.0
                 noise = torch.randn(s.x.shape, generator=s.generator).to(s.x)
@@ -561,6 +575,7 @@ class Engine:
         if s.slot.session_id in self.kv.sessions:
             self.kv.cancel_reservation(s.id)
             self.kv.free_session(s.id)
+        self.backend.release(s.id)
         s.x = None
         s.decoder = None
 
@@ -628,4 +643,5 @@ class Engine:
         u: dict[str, Any] = dict(self.kv.usage(self.storage.bytes_per_block()))
         u["bytes_per_block"] = self.storage.bytes_per_block()
         u["allocated_bytes"] = self.storage.allocated_bytes()
+        u["rotated_buffer_bytes"] = self.backend.buffer_bytes()
         return u

@@ -16,6 +16,7 @@ import logging
 import resource
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -302,6 +303,32 @@ def bench_cached_vs_recompute(model: Any, latent_hw: tuple[int, int], device: st
     return {"blocks": num_blocks, "cached_s": cached, "recompute_s": recompute, "speedup": recompute / cached}
 
 
+def bench_lean_vs_gather(model: Any, latent_hw: tuple[int, int], device: str, num_blocks: int = 30,
+                         policy: str = "full", repeats: int = 3) -> dict[str, Any]:
+    """Cached generation of ``num_blocks`` blocks through the rotated-key buffers (issue 60's lean path)
+    vs the pool gather path before it, runs interleaved, best of ``repeats`` each, and how far their
+    latents are apart (0.0 when bit-identical)."""
+    import torch
+
+    def run(rotated: bool) -> tuple[float, Any]:
+        eng = _engine_for(model, latent_hw, policy, device, max_frames=3 * num_blocks + 6)
+        eng.backend.rotated_buffers = rotated
+        t0 = bench_clock(device)
+        lat = [o.latents for o in eng.stream("bench", num_blocks=num_blocks, seed=0)]
+        return bench_clock(device) - t0, torch.stack(lat)
+
+    times: dict[bool, list[float]] = {False: [], True: []}
+    outs: dict[bool, Any] = {}
+    for _ in range(repeats):
+        for rotated in (False, True):
+            t, outs[rotated] = run(rotated)
+            times[rotated].append(t)
+    gather_s, lean_s = min(times[False]), min(times[True])
+    return {"blocks": num_blocks, "policy": policy, "gather_s": gather_s, "lean_s": lean_s,
+            "speedup": gather_s / lean_s, "max_abs_diff": float((outs[True] - outs[False]).abs().max()),
+            "bit_identical": bool(torch.equal(outs[True], outs[False]))}
+
+
 def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str, sessions: int = 4,
                            num_blocks: int = 8) -> dict[str, Any]:
     """Frames per second of ``sessions`` sessions batched in one engine vs one session alone."""
@@ -400,12 +427,20 @@ def bench_memory_long_vs_short(long_s: float = 60.0, short_s: float = 5.0, polic
     return out
 
 
-def run_bench(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
-    """All Inferix benchmarks; ``quick`` shrinks sizes for a smoke run."""
+BENCHES = ("latency_rolling", "latency_full", "cached_vs_recompute", "lean_vs_gather", "batched_sessions",
+           "flops_small", "flops_tiny", "memory")
+
+
+def run_bench(quick: bool = False, device: str = "cpu", only: Sequence[str] | None = None) -> dict[str, Any]:
+    """The Inferix benchmarks (:data:`BENCHES`, or those named in ``only``); ``quick`` shrinks sizes for a
+    smoke run."""
     import platform
 
     import torch
 
+    unknown = sorted(set(only or ()) - set(BENCHES))
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown}; choose from {list(BENCHES)}")
     torch.manual_seed(0)
     tiny = _bench_model("tiny", device)
     small = _bench_model("small", device)
@@ -420,12 +455,20 @@ def run_bench(quick: bool = False, device: str = "cpu") -> dict[str, Any]:
     late = 20 if quick else 100
     # engine-level ratios on the tiny DiT (64 tokens per latent frame): cheap enough for 100+ blocks on CPU
     hw = (16, 16)
-    results["latency_rolling"] = bench_latency_growth(tiny, hw, device, late=late, policy="rolling:9")
-    results["latency_full"] = bench_latency_growth(tiny, hw, device, late=late, policy="full")
-    results["cached_vs_recompute"] = bench_cached_vs_recompute(tiny, hw, device, num_blocks=8 if quick else 30)
-    results["batched_sessions"] = bench_batched_sessions(tiny, hw, device, sessions=4, num_blocks=3 if quick else 8)
-    # arithmetic efficiency on a wider DiT (dim 512, 768 tokens per block) and on the tiny one
-    results["flops_small"] = bench_flops(small, (32, 32), device)
-    results["flops_tiny"] = bench_flops(tiny, hw, device)
-    results["memory"] = bench_memory_long_vs_short(20.0 if quick else 60.0, 5.0)
+    benches: dict[str, Callable[[], dict[str, Any]]] = {
+        "latency_rolling": lambda: bench_latency_growth(tiny, hw, device, late=late, policy="rolling:9"),
+        "latency_full": lambda: bench_latency_growth(tiny, hw, device, late=late, policy="full"),
+        "cached_vs_recompute": lambda: bench_cached_vs_recompute(tiny, hw, device, num_blocks=8 if quick else 30),
+        "lean_vs_gather": lambda: bench_lean_vs_gather(tiny, hw, device, num_blocks=8 if quick else 30,
+                                                       repeats=1 if quick else 3),
+        "batched_sessions": lambda: bench_batched_sessions(tiny, hw, device, sessions=4,
+                                                           num_blocks=3 if quick else 8),
+        # arithmetic efficiency on a wider DiT (dim 512, 768 tokens per block) and on the tiny one
+        "flops_small": lambda: bench_flops(small, (32, 32), device),
+        "flops_tiny": lambda: bench_flops(tiny, hw, device),
+        "memory": lambda: bench_memory_long_vs_short(20.0 if quick else 60.0, 5.0),
+    }
+    for name in BENCHES:
+        if only is None or name in only:
+            results[name] = benches[name]()
     return results

@@ -540,3 +540,65 @@ def test_a_bfloat16_model_keeps_its_kv_cache_in_bf16_and_generates_the_float32_f
     assert np.abs(f32 - bf16).mean() < 2.0  # grey levels: rounding, not another video
     with pytest.raises(ValueError, match="dtype must be one of float32, bfloat16, float16, got 'float64'"):
         load_model("tiny", dtype="float64")
+
+
+def _scenario(tiny, policy, rotated, **kw):
+    """Two sessions out of step (different cache lengths in one batch), a fork, an image prefix:
+    every block's latents, per session."""
+    eng = _engine(tiny, policy=policy, rotated_kv_buffers=rotated, **kw)
+    a = eng.add_session("a road", num_blocks=6, seed=1, action="forward")
+    eng.step()
+    eng.step()
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[4:] = 200
+    b = eng.add_session("a city", num_blocks=4, seed=2, image_latents=tiny.encode_image(img, HW))
+    while eng.session(a).blocks_done < 2:
+        eng.step()
+    while eng.session(a).slot.step != 0:
+        eng.step()
+    c = eng.fork(a, num_blocks=5)
+    eng.set_action(c, "jump")
+    eng.run()
+    return {sid: torch.stack([o.latents for o in eng.pop_outputs(sid)]) for sid in (a, b, c)}, eng
+
+
+@pytest.mark.parametrize("policy", ["full", "rolling:6", "sink:3:6"])
+def test_rotated_kv_buffers_give_the_gather_paths_frames(tiny, policy):
+    """Issue 60's lean path (keys rotated once, per-session buffers) equals the pool gather it replaces:
+    batched rows of different cache lengths, a fork, an image prefix, window moves and sink compaction."""
+    lean, eng = _scenario(tiny, policy, True)
+    ref, _ = _scenario(tiny, policy, False)
+    for sid in ref:
+        torch.testing.assert_close(lean[sid], ref[sid], atol=1e-5, rtol=0)
+    assert eng.backend.rotated_buffers and eng.backend.buffer_bytes() == 0  # finished sessions released
+
+
+def test_one_session_on_rotated_kv_buffers_is_bit_identical_to_the_gather_path(tiny):
+    """Rotating a key when it is written multiplies the same numbers as rotating it when read: one
+    session, full cache, offloaded blocks read back from the host, equal to the last bit."""
+    outs = {}
+    for rotated in (True, False):
+        eng = _engine(tiny, policy="full", num_device_blocks=2, num_host_blocks=8, rotated_kv_buffers=rotated)
+        sid = eng.add_session("a long road", num_blocks=5, seed=11)
+        eng.run()
+        outs[rotated] = torch.stack([o.latents for o in eng.pop_outputs(sid)])
+    assert torch.equal(outs[True], outs[False])
+
+
+def test_rotated_kv_buffers_stay_bounded_under_a_rolling_window(tiny):
+    """A rolling window keeps each session's buffer at a fixed capacity however long the video runs."""
+    eng = _engine(tiny, policy="rolling:6")
+    sid = eng.add_session("a long road", num_blocks=None, seed=3)
+    sizes = []
+    while eng.session(sid).blocks_done < 14:
+        if eng.step():
+            sizes.append(eng.backend.buffer_bytes())
+    assert sizes[4] > 0 and max(sizes[4:]) == sizes[4]
+    eng.cancel(sid)
+    assert eng.backend.buffer_bytes() == 0
+
+
+def test_a_reindexing_window_keeps_the_gather_path(tiny):
+    """Re-indexed positions change every block, so keys cannot be stored rotated: the gather path serves."""
+    assert not _engine(tiny, policy="sink:3:6@reindex").backend.rotated_buffers
+    assert _engine(tiny, policy="full@reindex").backend.rotated_buffers
