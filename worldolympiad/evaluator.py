@@ -281,6 +281,13 @@ def evaluate(spec: RunSpec, config: EvalConfig | None = None) -> RunOutcome:
     from worldolympiad.suites import SuiteError, load_suite_lenient
 
     config = config or EvalConfig()
+    if config.executor != "local":
+        from worldolympiad.ray_executor import RayExecutorError, parse_executor
+
+        try:
+            parse_executor(config.executor)  # checked before the run directory is made
+        except RayExecutorError as e:
+            raise EvaluationError(str(e)) from e
     # On Ray the cluster's devices count, not this machine's (worldolympiad.ray_executor resolves auto).
     device = resolve_device(config.device) if config.executor == "local" else config.device
     out = Path(config.out)
@@ -509,10 +516,7 @@ def _run_on_ray(config: EvalConfig, env: _Env, units: list[_Unit], on_message: A
     if not _picklable(env):
         raise EvaluationError("--executor ray: the model or a track is not importable by name on the cluster "
                               "(registered at runtime?); register it in an installed package or use --executor local")
-    try:
-        executor = RayExecutor(config.executor, config.workers)
-    except RayExecutorError as e:
-        raise EvaluationError(str(e)) from e
+    executor = RayExecutor(config.executor, config.workers)  # the address was checked by evaluate()
     try:
         executor.run(env, units, on_message, write_row)
     except RayExecutorError as e:
