@@ -199,7 +199,8 @@ class RayExecutor:
 
     Args:
         executor: ``ray`` (start a Ray instance on this machine, or join ``RAY_ADDRESS``) or ``ray:ADDRESS``
-            (``ray:auto``: the cluster ``ray start`` made on this machine; ``ray:HOST:PORT``; ``ray://HOST:10001``).
+            (``ray:auto``: the cluster ``ray start`` made on this machine; ``ray:HOST:PORT``; ``ray:ray://HOST:10001``,
+            Ray Client). A process already connected to Ray (``ray.init`` in a notebook) keeps its connection.
         workers: model actors (copies of the model) to start.
     """
 
