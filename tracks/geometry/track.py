@@ -202,7 +202,8 @@ class GeometryTrack(Track):
         if both.sum() < 3:
             return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses", floor=FAILURE_FLOOR) for n in names]
         return camera_metrics(specs, rec.poses[both], ref_poses[both], source,
-                              coverage=float(both.sum()) / max(1, int(ref_valid.sum())), reliability=rec.reliability)
+                              coverage=float(both.sum()) / max(1, int(ref_valid.sum())), reliability=rec.reliability,
+                              frame_idx=np.asarray(idx)[both], fps=video.fps)
 
     def _splats(self, frames: np.ndarray, rec: Any, ctx: EvalContext, work: Path, specs: dict) -> tuple[list[MetricValue], list[np.ndarray], dict[str, str]]:
         import cv2
