@@ -84,8 +84,13 @@ def test_merge_refuses_other_runs_missing_unfinished_and_doubled_shards(videos_s
     with pytest.raises(ShardError, match="not one of this shard's items"):
         merge_runs([a0, a1])
     (a1 / "results.jsonl").write_text("\n".join(lines) + "\n")
+    # each shard counted its own judge requests: the merged run's ledger is their sum
+    (a0 / "judge_ledger.json").write_text(json.dumps({"sent": 3, "ok": 3, "usable": 2, "unusable": 1, "budget": 10}))
+    (a1 / "judge_ledger.json").write_text(json.dumps({"sent": 2, "ok": 1, "failed": 1, "usable": 1, "budget": 10}))
     merged = merge_runs([a0, a1])
     assert merged.rows == 3 and merged.run_dir.name == a0.name.split("__shard-")[0]
+    judge = merged.summary["judge"]
+    assert (judge["sent"], judge["ok"], judge["failed"], judge["usable"], judge["unusable"]) == (5, 4, 1, 3, 1)
     with pytest.raises(ShardError, match="already exists; pass --replace"):
         merge_runs([a0, a1])
     assert merge_runs([a0, a1], replace=True).rows == 3
