@@ -8,6 +8,7 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 # A matched pair that lies on local disk on the project's machines (REFERENCE.md §E).
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+PYIQA := pyiqa==0.1.16
 APT_PACKAGES := libosmesa6 libegl1 libgl1 libgl1-mesa-dri libglib2.0-0 chromium
 STAMP := .setup.stamp
 
@@ -20,10 +21,13 @@ system-deps:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi; \
 	else echo "skipping apt packages (not root or no apt-get): need $(APT_PACKAGES)"; fi
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(MAKE) system-deps
 	$(PIP) install -q $(TORCH_PINS)
 	$(PIP) install -q -e ".[all,test]"
+	# MUSIQ's architecture for the LV-Bench clarity signal (docs/tracks/longvideo.md). --no-deps: pyiqa
+	# declares datasets, bitsandbytes, tensorboard, facexlib... that its architecture modules never import.
+	$(PIP) install -q --no-deps $(PYIQA)
 	touch $(STAMP)
 
 setup: $(STAMP)

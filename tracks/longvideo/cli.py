@@ -5,13 +5,18 @@ Examples::
     worldolympiad lvbench --ci                                  # CI: embedded Inferix model, bundled 'ci' slice
     worldolympiad lvbench --model inferix:tiny --slice mini --out runs/lv
     worldolympiad lvbench --videos my_videos/ --prompts lvbench_suite_items.json
+    worldolympiad lvbench --videos my_videos/ --prompts items.json --option longvideo.clip_path=weights/clip-vit-base-patch32
 
 Videos come from ``--model SPEC`` (any model spec; generated chunk by chunk with the captions as
 per-chunk prompts) or ``--videos DIR`` (``<id>.mp4`` files, i.e. ``videos:DIR``). Captions come
 from ``--prompts FILE`` (a slice JSON, see :mod:`tracks.longvideo.lvbench`) or a bundled
 ``--slice`` (``ci``, ``mini``). Writes ``<out>/videos/<id>.mp4``, ``<out>/lvbench_results.json``
-and prints VDE per signal. The exit status is non-zero when any video could not be generated
-or scored, so CI fails when the pipeline breaks.
+and prints VDE per signal with what computed it: LV-Bench's published model when its local weights
+are given with ``--option longvideo.<key>=PATH`` (``musiq_path``, ``clip_path``, ``aesthetic_clip_path``,
+``aesthetic_head``, ``dino_path``, ``raft_path``; :mod:`tracks.longvideo.learned`), else the model-free
+fallback. ``--ci`` writes tiny random-init checkpoints of every available architecture
+(:mod:`tracks.longvideo.tiny_weights`) and scores with them, so every signal's code path runs. The exit
+status is non-zero when any video could not be generated or scored, so CI fails when the pipeline breaks.
 """
 
 from __future__ import annotations
@@ -51,7 +56,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=None, help="override the slice's duration")
     p.add_argument("--limit", type=int, default=None, help="score only the first N videos")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a long-video track option, e.g. longvideo.dino_path=weights/dino-vitb16 (repeatable)")
+    p.add_argument("--no-tiny-weights", action="store_true",
+                   help="with --ci: score with the model-free fallbacks instead of tiny random-init models")
     return p
+
+
+def parse_options(pairs: list[str]) -> dict[str, str]:
+    """``["longvideo.k=v", ...]`` → ``{"longvideo.k": "v"}``; only declared long-video keys are accepted.
+
+    Raises:
+        ValueError: a pair without ``=`` or an unknown key (the message lists the known keys).
+    """
+    from tracks.longvideo.track import track_spec
+
+    known = {f"longvideo.{k}" for k in track_spec().option_specs}
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--option {pair!r}: expected KEY=VALUE, e.g. longvideo.clip_path=weights/clip")
+        if key not in known:
+            raise ValueError(f"--option {key!r} is not a long-video option; known: {', '.join(sorted(known))}")
+        out[key] = value
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         sl = load_slice(args.prompts) if args.prompts else load_slice(args.slice or ("ci" if args.ci else "mini"))
+        args.track_options = parse_options(args.option)
     except ValueError as e:
         print(f"lvbench: error: {e}", file=sys.stderr)
         return 2
@@ -88,9 +118,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lvbench: error: cannot build model {spec!r}{hint}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     load_s = time.perf_counter() - t0
+    skipped: dict[str, str] = {}
+    if args.ci and not args.no_tiny_weights:
+        from tracks.longvideo.tiny_weights import write_tiny_weights
+
+        tiny, skipped = write_tiny_weights(out / "tiny_weights", seed=args.seed)
+        args.track_options = {**tiny, **args.track_options}
     rows = [score_case(model, case, out, args) for case in cases]
     model.close()
-    summary = summarize(rows, spec=spec, slice_name=sl.name, num_chunks=args.num_chunks, load_s=load_s)
+    summary = summarize(rows, spec=spec, slice_name=sl.name, num_chunks=args.num_chunks, load_s=load_s,
+                        options=args.track_options, tiny_weights_skipped=skipped)
     (out / "lvbench_results.json").write_text(json.dumps(summary, indent=2, default=str))
     print_summary(summary)
     failed = [r for r in rows if r["status"] != "ok"]
@@ -116,11 +153,13 @@ def score_case(model: Any, case: Any, out: Path, args: argparse.Namespace) -> di
         row["video"] = str(write_video(out / "videos" / f"{case.id}.mp4", video.frames, video.fps))
         t = time.perf_counter()
         ctx = EvalContext(seed=args.seed, device=args.device, work_dir=out / "work" / case.id,
-                          options={"longvideo.num_chunks": args.num_chunks})
+                          options={**getattr(args, "track_options", {}), "longvideo.num_chunks": args.num_chunks})
         res = LongVideoTrack().evaluate(video, case, ctx)
         row["score_s"] = time.perf_counter() - t
         row["metrics"] = {m.name: {"raw": m.raw, "status": m.status, "reason": m.reason,
-                                   "vde_log": m.details.get("vde_log")} for m in res.metrics}
+                                   "vde_log": m.details.get("vde_log"), "provenance": m.details.get("provenance")}
+                          for m in res.metrics}
+        row["load_errors"] = [e for e in res.errors if e.startswith("longvideo.")]
         row["score"] = res.score
         bad = [m.name for m in res.metrics if m.status != "ok"]
         nvde = row["metrics"].get("nvde", {}).get("raw")
@@ -140,7 +179,9 @@ def summarize(rows: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
     for n in names:
         vals = [r["metrics"][n]["raw"] for r in ok if r["metrics"][n]["raw"] is not None]
         logs = [r["metrics"][n]["vde_log"] for r in ok if r["metrics"][n].get("vde_log") is not None]
-        mean[n] = {"linear": sum(vals) / len(vals) if vals else None, "log": sum(logs) / len(logs) if logs else None}
+        provs = sorted({str(r["metrics"][n].get("provenance")) for r in ok if r["metrics"][n].get("provenance")})
+        mean[n] = {"linear": sum(vals) / len(vals) if vals else None, "log": sum(logs) / len(logs) if logs else None,
+                   "provenance": "; ".join(provs) if provs else None}
     return {**meta, "videos": len(rows), "ok": len(ok), "mean": mean, "rows": rows,
             "generate_s": sum(r.get("generate_s", 0.0) for r in rows), "score_s": sum(r.get("score_s", 0.0) for r in rows)}
 
@@ -148,11 +189,13 @@ def summarize(rows: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
 def print_summary(s: dict[str, Any]) -> None:
     print(f"LV-Bench drift: model {s['spec']}, slice {s['slice_name']}, {s['ok']}/{s['videos']} videos scored, "
           f"N = {s['num_chunks']}; load {s['load_s']:.1f} s, generate {s['generate_s']:.1f} s, score {s['score_s']:.1f} s")
-    print(f"  {'metric':<16}{'VDE linear':>12}{'VDE log':>12}")
+    print(f"  {'metric':<16}{'VDE linear':>12}{'VDE log':>12}  computed by")
     for n, v in s["mean"].items():
         lin = "-" if v["linear"] is None else f"{v['linear']:.4f}"
         log = "-" if v["log"] is None else f"{v['log']:.4f}"
-        print(f"  {n:<16}{lin:>12}{log:>12}")
+        print(f"  {n:<16}{lin:>12}{log:>12}  {v.get('provenance') or ''}")
+    for sig, why in (s.get("tiny_weights_skipped") or {}).items():
+        print(f"  no tiny {sig} checkpoint: {why}")
 
 
 if __name__ == "__main__":

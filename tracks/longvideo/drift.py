@@ -31,10 +31,14 @@ class SignalDrift:
     nvde_linear: float
     nvde_log: float
     source: str = "model-free"
+    provenance: str = ""
 
     def details(self) -> dict[str, Any]:
-        return {"chunk_values": self.values, "vde_log": self.vde_log, "nvde_linear": self.nvde_linear,
-                "nvde_log": self.nvde_log, "source": self.source, "num_chunks": len(self.values)}
+        d = {"chunk_values": self.values, "vde_log": self.vde_log, "nvde_linear": self.nvde_linear,
+             "nvde_log": self.nvde_log, "source": self.source, "num_chunks": len(self.values)}
+        if self.provenance:
+            d["provenance"] = self.provenance
+        return d
 
 
 @dataclass
@@ -70,6 +74,7 @@ def measure_drift(
     max_side: int = 128,
     frame_stride: int = 1,
     learned: dict[str, ChunkSignalFn] | None = None,
+    provenance: dict[str, str] | None = None,
 ) -> DriftReport:
     """Split ``frames`` (``uint8 [T, H, W, 3]``) into ``num_chunks`` equal chunks and compute VDE per signal.
 
@@ -81,6 +86,7 @@ def measure_drift(
         frame_stride: analyse every k-th frame inside each chunk (speed knob for long, high-fps
             videos; chunk boundaries are still those of the full video).
         learned: signal name → learned per-chunk function replacing the model-free one.
+        provenance: signal name → what computed it (copied into each signal's details).
 
     Raises:
         ValueError: fewer frames than chunks.
@@ -114,5 +120,5 @@ def measure_drift(
             continue
         out[name] = SignalDrift(name, series, video_drift_error(series, "linear"), video_drift_error(series, "log"),
                                 normalized_vde(series, "linear"), normalized_vde(series, "log"),
-                                "learned" if name in learned else "model-free")
+                                "learned" if name in learned else "model-free", (provenance or {}).get(name, ""))
     return DriftReport(out, num_chunks, bounds[-1][1], errors)

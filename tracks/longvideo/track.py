@@ -12,6 +12,7 @@ import numpy as np
 
 from tracks.longvideo.drift import measure_drift
 from tracks.longvideo.dynamics import motion_gate
+from tracks.longvideo.learned import build_learned_signals
 from tracks.longvideo.signals import SIGNALS
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
@@ -33,8 +34,9 @@ class LongVideoTrack(Track):
     Options (``ctx.option``):
         ``longvideo.num_chunks`` (10), ``longvideo.max_side`` (128 px analysis size),
         ``longvideo.frame_stride`` (1), ``longvideo.signals`` (comma list),
-        ``longvideo.clip_path`` / ``longvideo.aesthetic_head`` / ``longvideo.dino_path``
-        (local weights for the learned signals, see :mod:`tracks.longvideo.learned`).
+        ``longvideo.musiq_path`` / ``clip_path`` / ``aesthetic_clip_path`` / ``aesthetic_head`` /
+        ``dino_path`` / ``raft_path`` (local weights for LV-Bench's published signals, see
+        :mod:`tracks.longvideo.learned`; each ``vde_*`` metric's ``details.provenance`` says what computed it).
 
     Score (track v3): the drift score ``1 - nvde`` times the ``dynamic_degree`` gate, which is 1 unless the
     case's reference or actions demand motion the video does not show (a still or frozen video → 0); see
@@ -64,18 +66,18 @@ class LongVideoTrack(Track):
             reason = f"video has {video.num_frames} frames, fewer than the {n} VDE chunks"
             failed = [spec[m].failed(reason) for m in [*metric_names, "nvde"]]
             return TrackOutput(failed, None, {"measured": 0, "requested": len(failed)}, errors=[reason])
-        learned: dict[str, Callable[[np.ndarray], float]] = {}
         errors: list[str] = []
-        if any(ctx.option(f"longvideo.{k}") for k in ("clip_path", "dino_path", "aesthetic_head")):
-            from tracks.longvideo.learned import build_learned_signals
-
-            with ctx.timed("load_models"):
-                learned, load_errors = build_learned_signals(ctx.options, device=ctx.device)
-            errors.extend(load_errors)
+        # Which signals run on their published models (local weights given) and which fall back, with why;
+        # without any weight option nothing is loaded and no torch is imported here.
+        with ctx.timed("load_models"):
+            loaded = build_learned_signals(ctx.options, device=ctx.device, fps=video.fps)
+        errors.extend(loaded.errors)
+        learned: dict[str, Callable[[np.ndarray], float]] = loaded.signals
         with ctx.timed("signals"):
             report = measure_drift(video.frames, num_chunks=n, signals=tuple(signals),
                                    max_side=int(ctx.option("longvideo.max_side", 128)),
-                                   frame_stride=int(ctx.option("longvideo.frame_stride", 1)), learned=learned)
+                                   frame_stride=int(ctx.option("longvideo.frame_stride", 1)), learned=learned,
+                                   provenance=loaded.provenance)
         metrics: list[MetricValue] = []
         for s in signals:
             ms = spec[f"vde_{s}"]
@@ -84,7 +86,7 @@ class LongVideoTrack(Track):
                 metrics.append(ms.value(d.vde_linear, d.details()))
             else:
                 reason = report.errors.get(s, "signal was not measured")
-                metrics.append(ms.failed(reason))
+                metrics.append(ms.failed(reason, details={"provenance": loaded.provenance.get(s, "")}))
                 errors.append(f"vde_{s}: {reason}")
         if report.nvde is not None:
             metrics.append(spec["nvde"].value(report.nvde, {"per_signal": {k: v.nvde_linear for k, v in report.signals.items()},

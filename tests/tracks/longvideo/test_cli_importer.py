@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -53,7 +54,7 @@ def test_bundled_slices_are_minute_long_and_tiled_by_captions():
 
 
 def test_ci_job_generates_a_minute_and_scores_vde(standin, tmp_path, capsys):
-    rc = main(["--ci", "--model", standin, "--size", "32", "--out", str(tmp_path)])
+    rc = main(["--ci", "--model", standin, "--size", "32", "--out", str(tmp_path), "--no-tiny-weights"])
     assert rc == 0, capsys.readouterr().err
     res = json.loads((tmp_path / "lvbench_results.json").read_text())
     row = res["rows"][0]
@@ -61,6 +62,21 @@ def test_ci_job_generates_a_minute_and_scores_vde(standin, tmp_path, capsys):
     assert set(row["metrics"]) >= {"vde_clarity", "vde_motion", "vde_dynamic", "nvde"}
     assert (tmp_path / "videos" / "lvci_dance_0001.mp4").stat().st_size > 0
     assert "vde_clarity" in capsys.readouterr().out
+
+
+def test_ci_job_table_lists_the_six_vde_variants_with_their_provenance(standin, tmp_path, capsys):
+    # the CI job's path with tiny random-init checkpoints of every architecture (4 s of video keeps RAFT cheap)
+    rc = main(["--ci", "--model", standin, "--size", "32", "--seconds", "4", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    mean = json.loads((tmp_path / "lvbench_results.json").read_text())["mean"]
+    table = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip().startswith("vde_")}
+    assert sorted(table) == sorted(f"vde_{s}" for s in ("clarity", "motion", "aesthetic", "background", "subject", "dynamic"))
+    fallback = {"vde_motion"} | ({"vde_clarity"} if importlib.util.find_spec("pyiqa") is None else set())
+    for name, line in table.items():
+        kind = "fallback: " if name in fallback else "weights: "
+        assert kind in line and mean[name]["provenance"].startswith(kind), (name, line)
+    assert "tiny_weights" in table["vde_dynamic"] and "raft_small" in table["vde_dynamic"]
 
 
 def test_ci_job_fails_when_the_model_breaks_or_is_missing(tmp_path, capsys):

@@ -1,79 +1,84 @@
-"""Learned VDE signals from local weights: tiny random-init models saved and reloaded."""
+"""The track with LV-Bench's published signals: tiny random-init models written to disk, loaded back,
+and every vde_* metric saying what computed it (weights or the model-free fallback, with why)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tracks.longvideo.learned import build_learned_signals, load_linear_stack
+from tracks.longvideo.learned import UNAVAILABLE, build_learned_signals, load_linear_stack
 from worldolympiad.track import EvalContext
 from worldolympiad.types import Case, Video, even_chunks
 
+SIX = ("clarity", "motion", "aesthetic", "background", "subject", "dynamic")
+
 
 @pytest.fixture(scope="module")
-def tiny_models(tmp_path_factory):
-    import torch
-    from safetensors.torch import save_file
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import (
-        BitImageProcessor,
-        CLIPConfig,
-        CLIPImageProcessor,
-        CLIPModel,
-        CLIPProcessor,
-        Dinov2Config,
-        Dinov2Model,
-        PreTrainedTokenizerFast,
-    )
+def tiny(tmp_path_factory):
+    from tracks.longvideo.tiny_weights import write_tiny_weights
 
-    torch.manual_seed(0)
-    root = tmp_path_factory.mktemp("weights")
-    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "a": 4}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-    cfg = CLIPConfig(text_config={"vocab_size": 5, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
-                                  "num_attention_heads": 2, "max_position_embeddings": 8, "eos_token_id": 2},
-                     vision_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
-                                    "num_attention_heads": 2, "image_size": 32, "patch_size": 8}, projection_dim=8)
-    CLIPModel(cfg).save_pretrained(root / "clip")
-    CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
-                  tokenizer=tokenizer).save_pretrained(root / "clip")
-    Dinov2Model(Dinov2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                             image_size=32, patch_size=8)).save_pretrained(root / "dino")
-    BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(root / "dino")
-    save_file({"layers.0.weight": torch.randn(4, 8), "layers.0.bias": torch.randn(4),
-               "layers.2.weight": torch.randn(1, 4), "layers.2.bias": torch.randn(1)}, str(root / "head.safetensors"))
-    return root
+    opts, skipped = write_tiny_weights(tmp_path_factory.mktemp("weights"))
+    return opts, skipped
 
 
-def test_linear_stack_matches_hand_composition(tiny_models):
-    from safetensors.torch import load_file
-
-    sd = load_file(str(tiny_models / "head.safetensors"))
-    x = np.random.default_rng(0).normal(size=(3, 8)).astype(np.float32)
-    want = (x @ sd["layers.0.weight"].numpy().T + sd["layers.0.bias"].numpy()) @ sd["layers.2.weight"].numpy().T + sd["layers.2.bias"].numpy()
-    assert load_linear_stack(tiny_models / "head.safetensors")(x) == pytest.approx(want[:, 0], rel=1e-5)
+def _case(n: int) -> Case:
+    return Case(id="p", scenario="realworld", fps=10.0, num_frames=n, resolution=(32, 32),
+                chunks=even_chunks(n, 2), tracks=("longvideo",))
 
 
-def test_track_uses_learned_signals_when_weights_are_given(tiny_models, synth, tmp_path):
+def _evaluate(frames, options, tmp_path):
     from tracks.longvideo import LongVideoTrack
 
-    opts = {"longvideo.clip_path": str(tiny_models / "clip"), "longvideo.dino_path": str(tiny_models / "dino"),
-            "longvideo.aesthetic_head": str(tiny_models / "head.safetensors")}
-    frames = synth.pan_video(40, size=32, oscillate=True)
-    case = Case(id="p", scenario="realworld", fps=10.0, num_frames=40, resolution=(32, 32),
-                chunks=even_chunks(40, 2), tracks=("longvideo",))
-    out = LongVideoTrack().evaluate(Video(frames, 10.0), case, EvalContext(work_dir=tmp_path, options=opts))
-    src = {m.name: m.details.get("source") for m in out.metrics if m.name.startswith("vde_")}
-    assert src["vde_background"] == src["vde_subject"] == src["vde_aesthetic"] == "learned"
-    assert src["vde_clarity"] == "model-free"
+    return LongVideoTrack().evaluate(Video(frames, 10.0), _case(len(frames)), EvalContext(work_dir=tmp_path, options=options))
+
+
+def test_linear_stack_matches_hand_composition(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    sd = {"layers.0.weight": torch.randn(4, 8), "layers.0.bias": torch.randn(4),
+          "layers.2.weight": torch.randn(1, 4), "layers.2.bias": torch.randn(1)}
+    save_file(sd, str(tmp_path / "head.safetensors"))
+    x = np.random.default_rng(0).normal(size=(3, 8))
+    want = (x @ sd["layers.0.weight"].numpy().T + sd["layers.0.bias"].numpy()) @ sd["layers.2.weight"].numpy().T + sd["layers.2.bias"].numpy()
+    assert load_linear_stack(tmp_path / "head.safetensors")(x) == pytest.approx(want[:, 0], rel=1e-5)
+
+
+def test_track_runs_every_available_signal_on_weights_and_says_so(tiny, synth, tmp_path):
+    opts, skipped = tiny
+    if "clarity" in skipped:
+        pytest.skip(skipped["clarity"])
+    out = _evaluate(synth.pan_video(20, size=32, oscillate=True), opts, tmp_path)
     assert all(m.status == "ok" for m in out.metrics), out.errors
+    vde = {m.name[4:]: m.details for m in out.metrics if m.name.startswith("vde_")}
+    assert sorted(vde) == sorted(SIX)
+    for s in ("clarity", "aesthetic", "background", "subject", "dynamic"):
+        assert vde[s]["source"] == "learned" and vde[s]["provenance"].startswith("weights: "), (s, vde[s])
+    assert vde["motion"]["source"] == "model-free"
+    assert vde["motion"]["provenance"].startswith("fallback: ") and UNAVAILABLE["motion"] in vde["motion"]["provenance"]
 
 
-def test_missing_weights_are_reported_and_fall_back(tmp_path):
-    signals, errors = build_learned_signals({"longvideo.dino_path": str(tmp_path / "none"),
-                                             "longvideo.aesthetic_head": str(tmp_path / "h.pt")})
-    assert signals == {}
-    assert any("dino_path" in e and "does not exist" in e for e in errors)
-    assert any("needs longvideo.clip_path" in e for e in errors)
+def test_without_weights_every_signal_falls_back_with_its_reason_and_the_numbers_are_the_model_free_ones(synth, tmp_path):
+    from tracks.longvideo.drift import measure_drift
+
+    frames = synth.pan_video(40, size=32, oscillate=True)
+    out = _evaluate(frames, {}, tmp_path)
+    plain = measure_drift(frames)  # the model-free path as it was before the published signals
+    for s in SIX:
+        m = next(m for m in out.metrics if m.name == f"vde_{s}")
+        assert m.raw == plain.signals[s].vde_linear
+        assert m.details["provenance"].startswith("fallback: model-free"), m.details
+    clarity = next(m for m in out.metrics if m.name == "vde_clarity")
+    assert "no longvideo.musiq_path given" in clarity.details["provenance"]
+
+
+def test_weights_that_do_not_load_are_reported_and_fall_back(tmp_path):
+    (tmp_path / "raft.pth").write_bytes(b"not a checkpoint")
+    got = build_learned_signals({"longvideo.dino_path": str(tmp_path / "none"), "longvideo.aesthetic_head": str(tmp_path / "h.pt"),
+                                 "longvideo.raft_path": str(tmp_path / "raft.pth")})
+    assert got.signals == {}
+    assert any("longvideo.dino_path" in e and "does not exist" in e for e in got.errors)
+    assert any("needs a CLIP" in e and "aesthetic_clip_path" in e for e in got.errors)
+    assert any(e.startswith("longvideo.raft_path: ") for e in got.errors)
+    assert got.provenance["subject"].startswith("fallback: model-free SSIM consistency (longvideo.dino_path did not load")
+    assert got.provenance["dynamic"].startswith("fallback: ")
