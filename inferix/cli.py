@@ -84,6 +84,51 @@ def _load(args: argparse.Namespace) -> Any:
     return load_model(args.model, device=args.device, dtype=args.dtype, **options)
 
 
+def _start_sequence_parallel(args: argparse.Namespace) -> int:
+    """``--sp N``: join the ``torchrun`` group (gloo on CPU, NCCL on CUDA; each rank on its own GPU) and
+    return this rank (0 without ``--sp``)."""
+    import os
+
+    n = getattr(args, "sp", 1) or 1
+    if n < 1:
+        raise ValueError(f"--sp must be >= 1, got {n}")
+    if n == 1:
+        return 0
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != n:
+        raise ValueError(f"--sp {n} needs {n} processes started by torchrun (WORLD_SIZE={world}): "
+                         f"torchrun --nproc-per-node {n} -m inferix.cli generate ... --sp {n}")
+    import torch.distributed as dist
+
+    cuda = str(args.device).startswith("cuda")
+    if cuda:
+        args.device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if cuda else "gloo")
+    return dist.get_rank()
+
+
+def _stop_sequence_parallel(args: argparse.Namespace) -> None:
+    if (getattr(args, "sp", 1) or 1) > 1:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+class _NoWriter:
+    """Ranks other than 0 under ``--sp`` compute the same frames and write none."""
+
+    def __enter__(self) -> _NoWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def write(self, frames: Any) -> None:
+        return None
+
+
 def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions: int = 1, max_batch: int = 1) -> Any:
     from inferix.engine import Engine
 
@@ -93,7 +138,8 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
         latent_hw = loaded.latent_hw_for((args.height or ph, args.width or pw), content=args.content)
     cfg = loaded.engine_config(latent_hw, policy=args.policy, sampling=_sampling(args), num_host_blocks=args.host_blocks,
                                content=args.content, max_sessions=max_sessions, max_batch=max_batch,
-                               max_frames=max_frames, device=args.device)
+                               max_frames=max_frames, device=args.device,
+                               sequence_parallel=(getattr(args, "sp", 1) or 1) > 1)
     return Engine(loaded.model_for(args.content), loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 
 
@@ -132,6 +178,14 @@ def _read_image(path: str) -> Any:
 
 
 def cmd_generate(args: argparse.Namespace, interactive: bool = False) -> int:
+    rank = _start_sequence_parallel(args)
+    try:
+        return _generate(args, interactive, rank)
+    finally:
+        _stop_sequence_parallel(args)
+
+
+def _generate(args: argparse.Namespace, interactive: bool, rank: int) -> int:
     from inferix.streaming.mp4 import Mp4Writer
 
     loaded = _load(args)
@@ -150,7 +204,7 @@ def cmd_generate(args: argparse.Namespace, interactive: bool = False) -> int:
     written = 0
     kv_max = 0
     t0 = time.perf_counter()
-    with Mp4Writer(args.out, loaded.fps) as writer:
+    with Mp4Writer(args.out, loaded.fps) if rank == 0 else _NoWriter() as writer:
         for out in engine.stream(first_prompt or args.prompt, num_blocks=num_blocks, seed=args.seed,
                                  action=first_action, controls=controls, image_latents=image):
             frames = out.frames if total is None else out.frames[: total - written]
@@ -163,6 +217,8 @@ def cmd_generate(args: argparse.Namespace, interactive: bool = False) -> int:
             if interactive and not live.empty() and live.queue[0] == "quit":
                 break
     elapsed = time.perf_counter() - t0
+    if rank != 0:
+        return 0
     print(json.dumps({"out": str(args.out), "frames": written, "seconds": written / loaded.fps,
                       "fps": loaded.fps, "generation_fps": written / elapsed if elapsed else None,
                       "kv_device_blocks_max": kv_max, "policy": loaded.policy(args.policy)}))
@@ -269,12 +325,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="generate a video to an mp4 file",
                        **_examples('inferix generate --model tiny --prompt "a red ball rolls" --seconds 4 --out ball.mp4',
-                                   'inferix generate --model reference-world --image first.png --actions actions.json --seconds 10 --out x.mp4'))
+                                   'inferix generate --model reference-world --image first.png --actions actions.json --seconds 10 --out x.mp4',
+                                   'torchrun --nproc-per-node 2 -m inferix.cli generate --model tiny --seconds 4 --out x.mp4 --sp 2'))
     _add_model_args(g)
     g.add_argument("--seconds", type=float, required=True, help="video length")
     g.add_argument("--out", required=True, help="output .mp4")
     g.add_argument("--image", default=None, help="first-frame image (image-to-video)")
     g.add_argument("--actions", default=None, help="JSON actions file (see inferix --help)")
+    g.add_argument("--sp", type=int, default=1,
+                   help="sequence parallel over N processes (Ulysses; start them with torchrun --nproc-per-node N; "
+                        "gloo on CPU, NCCL on CUDA); any N: token rows and heads are padded to divide")
 
     s = sub.add_parser("stream", help="generate until stopped; read 'action X' / 'prompt Y' lines from stdin",
                        **_examples('inferix stream --model tiny --prompt "a maze" --out live.mp4    # then type: action left / prompt ...'))

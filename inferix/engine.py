@@ -77,6 +77,9 @@ class EngineConfig:
             lean path, :mod:`inferix.kv_cache.backend`); ``None`` = wherever the policy keeps cached
             positions fixed, ``False`` = gather and rotate the pool's keys every pass (the path
             before issue 60, kept for ``bench/bench_inferix.py lean``).
+        sequence_parallel: split every forward over the ranks of the initialised default
+            ``torch.distributed`` group (Ulysses; ``inferix generate --sp N`` under torchrun); every
+            rank runs the same engine (same seeds, same schedule) and gets the same frames.
         sampling: how each block is sampled: timesteps, guidance, context timestep...
             (:class:`inferix.sampling.SamplingConfig`, the one place those settings are declared).
     """
@@ -94,6 +97,7 @@ class EngineConfig:
     device: str = "cpu"
     check_finite: bool = True
     rotated_kv_buffers: bool | None = None
+    sequence_parallel: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.sampling, SamplingConfig):
@@ -222,7 +226,8 @@ class Engine:
         self.backend = BlockPoolAttention(self.kv, self.storage, cfg.rotated_kv_buffers)
         self.scheduler = Scheduler(self.kv, cfg.max_batch)
         self.runner = ModelRunner(model, self.backend, cfg.sampling, cfg.block_frames, self.device,
-                                  idle_action=lambda: self._encode_action(None), null_context=lambda: self._context(""))
+                                  idle_action=lambda: self._encode_action(None), null_context=lambda: self._context(""),
+                                  sequence_parallel=cfg.sequence_parallel)
         self.sessions: dict[str, Session] = {}
         self._ids = itertools.count()
         self._arrival = itertools.count()
@@ -290,10 +295,9 @@ class Engine:
         latents = latents.to(self.device, self.model.dtype)
         # conditioning frames are their own anchor (the recipe trains its 1-frame prefix that way)
         anchor = latents[:, :, :1] if self.model.config.conditions_on_previous_frame else None
-        self.model(latents, torch.zeros(1, device=self.device), s.context,
-                   backend=self.backend, frame_positions=positions,
-                   action=None if s.action_tensor is None else s.action_tensor.to(self.device), anchor=anchor,
-                   anchor_level=self.runner.anchor_level(1))
+        self.runner.call_model(latents, torch.zeros(1, device=self.device), s.context, positions,
+                               None if s.action_tensor is None else s.action_tensor.to(self.device), anchor,
+                               self.runner.anchor_level(1))
         self.kv.commit(s.id, f0)
         if anchor is not None:
             s.anchor = latents[:, :, -1:]

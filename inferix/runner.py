@@ -71,10 +71,13 @@ class ModelRunner:
         device: the model's device.
         idle_action: ``() -> [1, ...]`` the model's default action (the unguided pass's action).
         null_context: ``() -> CrossAttentionKV`` of the empty prompt (joint caption guidance).
+        sequence_parallel: split every forward over the ranks of the default ``torch.distributed`` group
+            (Ulysses, :mod:`inferix.parallel`); every rank runs the same engine and gets the same output.
     """
 
     def __init__(self, model: Any, backend: Any, sampling: SamplingConfig, block_frames: int, device: Any,
-                 idle_action: Callable[[], Any], null_context: Callable[[], Any]) -> None:
+                 idle_action: Callable[[], Any], null_context: Callable[[], Any],
+                 sequence_parallel: bool = False) -> None:
         self.model = model
         self.backend = backend
         self.sampling = sampling
@@ -82,6 +85,18 @@ class ModelRunner:
         self.device = device
         self._idle_action = idle_action
         self._null_context = null_context
+        self.sequence_parallel = sequence_parallel
+
+    def call_model(self, latents: torch.Tensor, t: torch.Tensor, ctx: Any, positions: torch.Tensor, action: Any,
+                   anchor: Any, level: Any) -> torch.Tensor:
+        """One DiT forward through the KV-cache backend, split over the ranks under sequence parallel."""
+        if self.sequence_parallel:
+            from inferix.parallel import sequence_parallel_forward
+
+            return sequence_parallel_forward(self.model, latents, t, ctx, self.backend, positions, action,
+                                             anchor=anchor, anchor_level=level)
+        return self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action,
+                          anchor=anchor, anchor_level=level)
 
     def anchor_level(self, rows: int) -> torch.Tensor | None:
         """``[rows]`` of ``sampling.anchor_level`` for a model with an anchor-level input, else None."""
@@ -129,8 +144,7 @@ class ModelRunner:
         self.backend.prepare([RowSpec(r.session_id, r.commit) for r in rows])
         positions = self.backend.frame_positions(self.block_frames)
         level = self.anchor_level(len(rows))
-        v = self.model(latents, t, ctx, backend=self.backend, frame_positions=positions, action=action, anchor=anchor,
-                       anchor_level=level)
+        v = self.call_model(latents, t, ctx, positions, action, anchor, level)
         g = self.sampling.action_guidance
         guided = [i for i, r in enumerate(rows) if not r.commit]
         if action is None or g == 1.0 or not guided:
@@ -145,10 +159,9 @@ class ModelRunner:
         else:
             sub_ctx = ctx if len(guided) == len(rows) else CrossAttentionKV.cat([rows[i].context for i in guided])
         self.backend.prepare([RowSpec(r.session_id, False) for r in sub])
-        v_idle = self.model(latents[guided], t[guided], sub_ctx, backend=self.backend,
-                            frame_positions=self.backend.frame_positions(self.block_frames), action=idle,
-                            anchor=None if anchor is None else anchor[guided],
-                            anchor_level=None if level is None else level[guided])
+        v_idle = self.call_model(latents[guided], t[guided], sub_ctx, self.backend.frame_positions(self.block_frames),
+                                 idle, None if anchor is None else anchor[guided],
+                                 None if level is None else level[guided])
         v = v.clone()
         v[guided] = guide(v[guided], v_idle, g, self.sampling.action_guidance_rescale)
         return v

@@ -16,7 +16,10 @@ latent rows ``[r H/P, (r+1) H/P)`` of every frame, so its tokens stay frame-majo
 RoPE: the model builds its rotary table for the local rows; the Ulysses backend rebuilds
 it for the full grid (same temporal positions), so spatial positions are global.
 
-Requirements: ``num_heads % P == 0`` and token rows ``% P == 0``.
+Any ``P`` works: token rows are padded with zero rows up to a multiple of ``P`` (the padded rows are
+dropped from the sequence before the inner backend attends, so they are never keys, and cropped from
+the output), and heads are padded with zero heads up to a multiple of ``P`` (their attention output
+is dropped). The inner backend therefore sees exactly the single-process sequence and grid.
 """
 
 from __future__ import annotations
@@ -77,29 +80,56 @@ class UlyssesAttention:
         inner: the backend doing the attention (``FullAttention``, a KV cache...). With a KV
             cache each rank caches its own heads: bookkeeping is identical on every rank.
         group: process group (default: the world).
+        rows: token rows of the real (unpadded) grid; ``None`` = every gathered row is real.
     """
 
-    def __init__(self, inner: AttentionBackend, group: Any = None) -> None:
+    def __init__(self, inner: AttentionBackend, group: Any = None, rows: int | None = None) -> None:
         self.inner = inner
         self.group = group
+        self.rows = rows
 
     def self_attention(self, layer_idx: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                        rope: RopeApplier) -> torch.Tensor:
+        import torch.nn.functional as F
+
         from inferix.models.attention import RopeApplier
 
         _, p = _world(self.group)
         f = rope.num_frames
-        full = RopeApplier(rope.head_dim, (rope.grid[0] * p, rope.grid[1]), rope.frame_positions, rope.theta)
-        qg, kg, vg = (seq_to_heads(t, f, self.group) for t in (q, k, v))
+        h = q.shape[2]
+        pad_heads = -h % p
+        if pad_heads:  # zero heads so every rank gets H/P of them; their output is dropped below
+            q, k, v = (F.pad(t, (0, 0, 0, pad_heads)) for t in (q, k, v))
+        padded_rows = rope.grid[0] * p
+        rows = padded_rows if self.rows is None else self.rows
+        qg, kg, vg = (seq_to_heads(t, f, self.group) for t in (q, k, v))  # [B, F * padded_rows * w, H/P, D]
+        if rows != padded_rows:  # drop padding rows: the inner backend sees the real grid only
+            qg, kg, vg = (_crop_rows(t, f, padded_rows, rows) for t in (qg, kg, vg))
+        full = RopeApplier(rope.head_dim, (rows, rope.grid[1]), rope.frame_positions, rope.theta)
         out = self.inner.self_attention(layer_idx, qg, kg, vg, full)
-        return heads_to_seq(out, f, self.group)
+        if rows != padded_rows:
+            b, _, hp, d = out.shape
+            out = F.pad(out.reshape(b, f, rows, -1, hp, d), (0, 0, 0, 0, 0, 0, 0, padded_rows - rows))
+            out = out.reshape(b, -1, hp, d)
+        out = heads_to_seq(out, f, self.group)
+        return out[:, :, :h] if pad_heads else out
+
+
+def _crop_rows(x: torch.Tensor, frames: int, padded_rows: int, rows: int) -> torch.Tensor:
+    """``[B, F * padded_rows * w, H, D]`` frame-major -> the first ``rows`` token rows of every frame."""
+    b, _, h, d = x.shape
+    return x.reshape(b, frames, padded_rows, -1, h, d)[:, :, :rows].reshape(b, -1, h, d)
 
 
 def sequence_parallel_forward(model: Any, latents: torch.Tensor, timestep: Any, context: Any,
                               backend: AttentionBackend | None = None, frame_positions: torch.Tensor | None = None,
                               action: torch.Tensor | None = None, group: Any = None,
-                              anchor: torch.Tensor | None = None) -> torch.Tensor:
+                              anchor: torch.Tensor | None = None, anchor_level: torch.Tensor | None = None
+                              ) -> torch.Tensor:
     """Run ``model.forward`` split over the ranks of ``group``; every rank gets the full output.
+
+    Latent rows are padded with zeros so every rank gets the same number of token rows (module
+    docstring); the padding never reaches attention and is cropped from the output.
 
     Args:
         model: a ``CausalWanModel`` (same weights on every rank).
@@ -112,21 +142,27 @@ def sequence_parallel_forward(model: Any, latents: torch.Tensor, timestep: Any, 
     """
     import torch
     import torch.distributed as dist
+    import torch.nn.functional as F
 
     from inferix.models.attention import FullAttention
 
     rank, p = _world(group)
     ph = model.config.patch_size[1]
-    rows = latents.shape[3] // ph
-    if rows % p:
-        raise ValueError(f"sequence parallel needs latent token rows ({rows}) divisible by the world size ({p})")
+    height = latents.shape[3]
+    if height % ph:
+        raise ValueError(f"latent height {height} is not a multiple of the patch height {ph}")
+    rows = height // ph
+    pad = (-rows % p) * ph  # latent rows of zeros so the token rows divide by the world size
+    if pad:
+        latents = F.pad(latents, (0, 0, 0, pad))
+        anchor = None if anchor is None else F.pad(anchor, (0, 0, 0, pad))
     step = latents.shape[3] // p
     local = latents[:, :, :, rank * step : (rank + 1) * step].contiguous()
-    wrapped = UlyssesAttention(backend if backend is not None else FullAttention(), group)
+    wrapped = UlyssesAttention(backend if backend is not None else FullAttention(), group, rows=rows)
     if anchor is not None:  # per-token input: split like the latents
         anchor = anchor[:, :, :, rank * step : (rank + 1) * step].contiguous()
     out_local = model(local, timestep, context, backend=wrapped, frame_positions=frame_positions, action=action,
-                      anchor=anchor)
+                      anchor=anchor, anchor_level=anchor_level)
     parts = [torch.empty_like(out_local) for _ in range(p)]
     dist.all_gather(parts, out_local.contiguous(), group=group)
-    return torch.cat(parts, dim=3)
+    return torch.cat(parts, dim=3)[:, :, :, :height]

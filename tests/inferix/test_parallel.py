@@ -1,4 +1,4 @@
-"""Ulysses sequence parallel on 2 gloo CPU processes == single-process output."""
+"""Ulysses sequence parallel on gloo CPU processes == single-process output (forwards, cache, engine, CLI)."""
 
 from __future__ import annotations
 
@@ -69,8 +69,9 @@ def _worker(rank, world, port, out_path):
         cmodel, anchor = _conditioned()
         with torch.no_grad():
             cond = sequence_parallel_forward(cmodel, lat[0], torch.tensor([500.0]), ctx, anchor=anchor)
+        engine = _engine_latents(sequence_parallel=True)
         if rank == 0:
-            torch.save({"full": full, "cached": cached, "conditioned": cond}, out_path)
+            torch.save({"full": full, "cached": cached, "conditioned": cond, "engine": engine}, out_path)
     finally:
         dist.destroy_process_group()
 
@@ -81,9 +82,12 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_ulysses_two_gloo_processes_equal_single_process(tmp_path):
+def test_ulysses_over_three_gloo_processes_pads_rows_and_heads_and_equals_one_process(tmp_path):
+    """3 ranks: the token rows (4 here, 8 in the engine) and the tiny model's 2 heads divide by none, so
+    both are padded; the padding never becomes a key, and the forwards, the block-pool cache and the
+    whole engine (image prefix, actions, rolling cache) equal one process."""
     out = tmp_path / "rank0.pt"
-    mp.start_processes(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True, start_method="spawn")
+    mp.start_processes(_worker, args=(3, _free_port(), str(out)), nprocs=3, join=True, start_method="spawn")
     got = torch.load(out, weights_only=True)
     model, ctx, lat = _inputs()
     with torch.no_grad():
@@ -95,6 +99,7 @@ def test_ulysses_two_gloo_processes_equal_single_process(tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(got["conditioned"], cmodel(lat[0], torch.tensor([500.0]), ctx, anchor=anchor),
                                    atol=1e-5, rtol=0)
+    torch.testing.assert_close(got["engine"], _engine_latents(sequence_parallel=False), atol=1e-5, rtol=0)
 
 
 def test_world_of_one_equals_plain_forward():
@@ -114,3 +119,48 @@ def test_world_of_one_equals_plain_forward():
                                        atol=1e-6, rtol=0)
     finally:
         dist.destroy_process_group()
+
+
+def _engine_latents(sequence_parallel):
+    import numpy as np
+
+    from inferix.engine import Engine
+    from inferix.registry import load_model
+
+    tiny = load_model("tiny")
+    cfg = tiny.engine_config((16, 16), policy="rolling:6", sequence_parallel=sequence_parallel)
+    eng = Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
+    img = np.zeros((32, 32, 3), np.uint8)
+    img[10:] = 180
+    outs = list(eng.stream("a road", num_blocks=3, seed=4, action="left",
+                           image_latents=tiny.encode_image(img, (16, 16))))
+    return torch.stack([o.latents for o in outs])
+
+
+def test_generate_sp_2_under_torchrun_writes_the_single_process_video(tmp_path):
+    """Acceptance 4 of issue 60: `inferix generate --sp 2` on 2 gloo processes == the 1-process video."""
+    import shutil
+    import subprocess
+    import sys
+
+    from inferix.cli import main
+    from worldolympiad.video.io import read_video
+
+    torchrun = shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("torchrun is not on PATH")
+    args = ["generate", "--model", "tiny", "--prompt", "a red ball", "--seed", "1", "--seconds", "1"]
+    assert main([*args, "--out", str(tmp_path / "one.mp4")]) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                    "--master-port", str(_free_port()), "-m", "inferix.cli", *args, "--out", str(tmp_path / "two.mp4"),
+                    "--sp", "2"], check=True, env=env, capture_output=True, timeout=300)
+    one, two = read_video(tmp_path / "one.mp4").frames, read_video(tmp_path / "two.mp4").frames
+    assert one.shape == two.shape and (one == two).all()
+
+
+def test_sp_without_torchrun_says_how_to_start_it(tmp_path, capsys):
+    from inferix.cli import main
+
+    assert main(["generate", "--model", "tiny", "--seconds", "1", "--out", str(tmp_path / "x.mp4"), "--sp", "2"]) == 2
+    assert "torchrun --nproc-per-node 2" in capsys.readouterr().err
