@@ -359,6 +359,22 @@ def moves(scores: list[float], thres: float, count_num: int) -> bool:
     return False
 
 
+_LOADED: dict[tuple[str, str, str, float], Any] = {}
+
+
+def cached(kind: Callable[..., Any], path: str | Path, device: str, *args: Any) -> Any:
+    """One loaded model per (class, file, device, modification time) in this process.
+
+    The track builds its signals for every row; without this a run over many videos would read
+    ViT-L/14 from disk once per video. A changed checkpoint (new mtime) is read again.
+    """
+    p = Path(path)
+    key = (kind.__qualname__, str(p.resolve()), device, p.stat().st_mtime if p.exists() else -1.0)
+    if key not in _LOADED:
+        _LOADED[key] = kind(p, device, *args)
+    return _LOADED[key]
+
+
 @dataclass
 class LearnedSignals:
     """What :func:`build_learned_signals` loaded.
@@ -409,7 +425,7 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
     # clarity: MUSIQ
     if opt["musiq_path"]:
         def make_musiq() -> tuple[Callable[[np.ndarray], float], str]:
-            m = MusiqScorer(opt["musiq_path"], device)
+            m = cached(MusiqScorer, opt["musiq_path"], device)
             return m, m.name
         load("clarity", "musiq_path", make_musiq)
     else:
@@ -421,7 +437,7 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
     if opt["clip_path"]:
         def make_bg() -> tuple[Callable[[np.ndarray], float], str]:
             nonlocal clip
-            clip = ClipImageEncoder(opt["clip_path"], device)
+            clip = cached(ClipImageEncoder, opt["clip_path"], device)
             enc = clip
             return (lambda fr: first_prev_consistency(enc(fr))), enc.name
         load("background", "clip_path", make_bg)
@@ -436,7 +452,7 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
             fallback("aesthetic", "longvideo.aesthetic_head given without a CLIP")
         else:
             def make_aes() -> tuple[Callable[[np.ndarray], float], str]:
-                enc = clip if clip_opt == "clip_path" and clip is not None else ClipImageEncoder(opt[clip_opt], device, clip_opt)
+                enc = clip if clip_opt == "clip_path" and clip is not None else cached(ClipImageEncoder, opt[clip_opt], device, clip_opt)
                 head = load_linear_stack(opt["aesthetic_head"])
                 return (lambda fr: float(np.mean(head(enc(fr)) / 10.0))), f"LAION head {opt['aesthetic_head']} on {enc.name}"
             load("aesthetic", "aesthetic_head", make_aes)
@@ -445,7 +461,7 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
     # subject: DINO
     if opt["dino_path"]:
         def make_dino() -> tuple[Callable[[np.ndarray], float], str]:
-            enc = DinoEncoder(opt["dino_path"], device)
+            enc = cached(DinoEncoder, opt["dino_path"], device)
             return (lambda fr: first_prev_consistency(enc(fr))), enc.name
         load("subject", "dino_path", make_dino)
     else:
@@ -453,7 +469,7 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
     # dynamic: RAFT
     if opt["raft_path"]:
         def make_raft() -> tuple[Callable[[np.ndarray], float], str]:
-            r = RaftDynamic(opt["raft_path"], device)
+            r = cached(RaftDynamic, opt["raft_path"], device)
             return (lambda fr: r(fr, fps)), r.name
         load("dynamic", "raft_path", make_raft)
     else:
