@@ -12,7 +12,7 @@ import numpy as np
 
 from tracks.longvideo.drift import measure_drift
 from tracks.longvideo.dynamics import motion_gate
-from tracks.longvideo.learned import build_learned_signals
+from tracks.longvideo.learned import any_weights_given, build_learned_signals
 from tracks.longvideo.signals import SIGNALS
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
@@ -69,8 +69,11 @@ class LongVideoTrack(Track):
         errors: list[str] = []
         # Which signals run on their published models (local weights given) and which fall back, with why;
         # without any weight option nothing is loaded and no torch is imported here.
-        with ctx.timed("load_models"):
-            loaded = build_learned_signals(ctx.options, device=ctx.device, fps=video.fps)
+        if any_weights_given(ctx.options):
+            with ctx.timed("load_models"):
+                loaded = build_learned_signals(ctx.options, device=ctx.device, fps=video.fps)
+        else:
+            loaded = build_learned_signals({}, fps=video.fps)  # provenance lines only: nothing is loaded
         errors.extend(loaded.errors)
         learned: dict[str, Callable[[np.ndarray], float]] = loaded.signals
         with ctx.timed("signals"):
