@@ -40,16 +40,6 @@ def cluster():
             os.environ["PYTHONPATH"] = saved
 
 
-def _rows(run_dir: Path) -> dict[tuple[str, int, str], dict]:
-    """Rows by key, without timings (wall-clock seconds); a key written twice fails the test."""
-    out = {}
-    for line in (run_dir / "results.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        r.pop("timings", None)
-        key = (r["case_id"], r["seed"], r["track"])
-        assert key not in out, f"row {key} written twice"
-        out[key] = r
-    return out
 
 
 def _pids(run_dir: Path, stages: tuple[str, ...]) -> set[int]:
@@ -64,8 +54,8 @@ def test_a_ray_run_of_smoke_equals_the_local_run_row_for_row(cluster, tmp_path, 
     local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False, limit=12))
     on_ray = evaluate(spec, EvalConfig(out=tmp_path / "ray", progress=False, limit=12, executor="ray", workers=2))
     assert on_ray.run_dir.name == local.run_dir.name  # same spec, same run hash
-    rows = _rows(on_ray.run_dir)
-    assert rows == _rows(local.run_dir) and len(rows) == 36
+    rows = wo_testlib.rows_by_key(on_ray.run_dir)
+    assert rows == wo_testlib.rows_by_key(local.run_dir) and len(rows) == 36
     assert sum(r["status"] == "ok" for r in rows.values()) >= 12
     assert on_ray.summary == local.summary
     assert os.getpid() not in _pids(on_ray.run_dir, ("generate", "read", "physics", "longvideo")), "ran on Ray"
@@ -79,7 +69,7 @@ def test_a_ray_run_fits_geometry_as_the_local_run_does(cluster, tmp_path):
     spec = make_run_spec("reference", "smoke", ["geometry"], [0])
     local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False, limit=1))
     on_ray = evaluate(spec, EvalConfig(out=tmp_path / "ray", progress=False, limit=1, executor="ray"))
-    rows, local_rows = _rows(on_ray.run_dir), _rows(local.run_dir)
+    rows, local_rows = wo_testlib.rows_by_key(on_ray.run_dir), wo_testlib.rows_by_key(local.run_dir)
     for r in [*rows.values(), *local_rows.values()]:  # wall-clock seconds of the splat fit
         for m in r["metrics"]:
             (m.get("details") or {}).get("fit", {}).pop("seconds", None)
@@ -111,14 +101,14 @@ def test_killing_a_scoring_worker_and_the_model_actor_mid_run_loses_and_doubles_
     os.kill(int(worker_pid), signal.SIGKILL)  # mid-task: it wrote its line and is sleeping
     run.join(timeout=300)
     assert not run.is_alive() and "result" in outcome
-    rows = _rows(run_dir)
+    rows = wo_testlib.rows_by_key(run_dir)
     assert set(rows) == {(k[0], 0, t) for k in rows for t in ("counting", "longvideo")} and len(rows) == 16
     assert all(r["status"] != "failed" for r in rows.values()), [r["errors"] for r in rows.values() if r["errors"]]
     started = [line.split()[:2] for line in pids.read_text().splitlines()]
     assert started.count([case_id, seed]) >= 2, "the killed task was run again"
     assert len(_pids(run_dir, ("generate", "read")) - {actor_pid}) >= 1, "a new actor took over after the kill"
     local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False, limit=8, cache_dir=tmp_path / "cache"))
-    assert rows == _rows(local.run_dir)
+    assert rows == wo_testlib.rows_by_key(local.run_dir)
 
 
 def test_a_killed_driver_leaves_a_run_that_the_same_command_resumes(cluster, tmp_path):
@@ -140,12 +130,12 @@ def test_a_killed_driver_leaves_a_run_that_the_same_command_resumes(cluster, tmp
         time.sleep(0.02)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
-    before = _rows(run_dir)
+    before = wo_testlib.rows_by_key(run_dir)
     assert 2 <= len(before) < 6, "the kill should land halfway"
     r = subprocess.run([sys.executable, "-c", code, *args], env=wo_testlib.subprocess_env(), capture_output=True,
                        text=True, timeout=180)
     assert r.returncode == 0, r.stderr
-    after = _rows(run_dir)
+    after = wo_testlib.rows_by_key(run_dir)
     assert len(after) == 6 and {k: after[k] for k in before} == before, "finished rows are kept as they were"
     assert f"({6 - len(before)} rows computed, {len(before)} reused)" in r.stdout
 

@@ -7,23 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+import wo_testlib
 
 from worldolympiad.cli import main as cli
 from worldolympiad.cli.evaluate import main as evaluate_main
 from worldolympiad.evaluator import EvalConfig, evaluate, make_run_spec
 from worldolympiad.shards import Shard, ShardError, merge_runs
-
-
-def _rows(run_dir: Path) -> dict[tuple[str, int, str], dict]:
-    """Rows by key, without their timings (wall-clock seconds differ from run to run)."""
-    out = {}
-    for line in (run_dir / "results.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        r.pop("timings", None)
-        key = (r["case_id"], r["seed"], r["track"])
-        assert key not in out, f"row {key} twice"
-        out[key] = r
-    return out
 
 
 def test_two_shards_merged_equal_the_unsharded_run_on_smoke(tmp_path, capsys):
@@ -38,7 +27,7 @@ def test_two_shards_merged_equal_the_unsharded_run_on_smoke(tmp_path, capsys):
     (whole,) = [d for d in (tmp_path / "whole").iterdir() if not d.name.startswith(".")]
     shard_dirs = sorted(sharded.glob("*__shard-*-of-2"))
     assert [d.name for d in shard_dirs] == [f"{whole.name}__shard-{i}-of-2" for i in (0, 1)]
-    halves = [_rows(d) for d in shard_dirs]
+    halves = [wo_testlib.rows_by_key(d) for d in shard_dirs]
     assert halves[0] and halves[1] and not set(halves[0]) & set(halves[1])
     items = [json.loads((d / "shard.json").read_text())["items"] for d in shard_dirs]
     assert items[0][:2] == [["smoke-flythrough-room", 0], ["smoke-gaming-breakout", 0]]  # round robin, seeds inner
@@ -46,14 +35,14 @@ def test_two_shards_merged_equal_the_unsharded_run_on_smoke(tmp_path, capsys):
 
     assert cli.main(["merge", *map(str, reversed(shard_dirs))]) == 0
     merged = sharded / whole.name
-    assert _rows(merged) == _rows(whole)
+    assert wo_testlib.rows_by_key(merged) == wo_testlib.rows_by_key(whole)
     summary = json.loads((merged / "summary.json").read_text())
     assert summary == json.loads((whole / "summary.json").read_text())
-    assert all((merged / r["artifacts"]["video"]).exists() for r in _rows(merged).values() if "video" in r["artifacts"])
+    assert all((merged / r["artifacts"]["video"]).exists() for r in wo_testlib.rows_by_key(merged).values() if "video" in r["artifacts"])
     # The merged directory is the unsharded run's: its command resumes it and computes nothing.
     outcome = evaluate(make_run_spec("perturbed:teleport@0.5", "smoke", ["physics", "interaction", "longvideo"], [0, 1]),
                        EvalConfig(out=sharded, limit=6, progress=False))
-    assert outcome.run_dir == merged and outcome.computed == 0 and outcome.skipped == len(_rows(whole))
+    assert outcome.run_dir == merged and outcome.computed == 0 and outcome.skipped == len(wo_testlib.rows_by_key(whole))
 
 
 def _shard(suite: Path, vids: Path, out: Path, shard: str, seeds=(0,)) -> Path:

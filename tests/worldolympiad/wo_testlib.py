@@ -120,3 +120,16 @@ def subprocess_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["OMP_NUM_THREADS"] = "1"
     return env
+
+
+def rows_by_key(run_dir: Path) -> dict[tuple[str, int, str], dict[str, Any]]:
+    """``results.jsonl`` rows by ``(case_id, seed, track)``, without their timings (wall-clock seconds
+    differ from run to run); a key written twice fails the calling test."""
+    out: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for line in (Path(run_dir) / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        r.pop("timings", None)
+        key = (r["case_id"], r["seed"], r["track"])
+        assert key not in out, f"row {key} written twice"
+        out[key] = r
+    return out
