@@ -34,6 +34,10 @@ from typing import Any
 
 import pandas as pd
 
+#: the file ``evaluate-model --shard`` writes into each shard's run directory
+#: (``worldolympiad.shards.SHARD_FILE``; the leaderboard imports nothing of the evaluator)
+SHARD_FILE = "shard.json"
+
 from leaderboard.aggregate import ROW_COLUMNS, scan_results_jsonl
 from leaderboard.submission import (
     RESERVED_PREFIX,
@@ -160,13 +164,18 @@ class Store:
 
         Raises:
             FileNotFoundError: the folder lacks ``run_spec.json`` or ``results.jsonl``.
-            SubmissionError: the content is invalid (every problem listed).
+            SubmissionError: the content is invalid (every problem listed), or the folder is one shard
+                of a run (``shard.json``: merge the shards first).
         """
         run_dir = Path(run_dir)
         spec_path, res_path = run_dir / "run_spec.json", run_dir / "results.jsonl"
         for p in (spec_path, res_path):
             if not p.exists():
                 raise FileNotFoundError(f"{p} not found: `leaderboard add` needs a run directory written by evaluate-model")
+        if (run_dir / SHARD_FILE).exists():
+            raise SubmissionError([f"{run_dir.name} is one shard of a run (evaluate-model --shard): a shard alone "
+                                   "is part of the run's rows; join the shards with `worldolympiad merge "
+                                   "SHARD_DIR...` and add the merged directory"])
         spec = parse_spec(spec_path.read_bytes())
         rows = scan_results_jsonl(res_path).rows  # damaged lines are skipped (the CLI names them)
         limits = local_run_limits()

@@ -33,6 +33,15 @@ def test_two_shards_merged_equal_the_unsharded_run_on_smoke(tmp_path, capsys):
     assert items[0][:2] == [["smoke-flythrough-room", 0], ["smoke-gaming-breakout", 0]]  # round robin, seeds inner
     assert items[1][:2] == [["smoke-flythrough-room", 1], ["smoke-gaming-breakout", 1]]
 
+    # a shard alone is not a run the leaderboard takes: it says to merge first
+    from leaderboard.store import SHARD_FILE, Store
+    from leaderboard.submission import SubmissionError
+    from worldolympiad.shards import SHARD_FILE as WRITTEN
+
+    assert SHARD_FILE == WRITTEN
+    with Store(tmp_path / "lb.sqlite") as store, pytest.raises(SubmissionError, match="worldolympiad merge"):
+        store.add_run(shard_dirs[0])
+
     assert cli.main(["merge", *map(str, reversed(shard_dirs))]) == 0
     merged = sharded / whole.name
     assert wo_testlib.rows_by_key(merged) == wo_testlib.rows_by_key(whole)
