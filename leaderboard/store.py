@@ -34,10 +34,6 @@ from typing import Any
 
 import pandas as pd
 
-#: the file ``evaluate-model --shard`` writes into each shard's run directory
-#: (``worldolympiad.shards.SHARD_FILE``; the leaderboard imports nothing of the evaluator)
-SHARD_FILE = "shard.json"
-
 from leaderboard.aggregate import ROW_COLUMNS, scan_results_jsonl
 from leaderboard.submission import (
     RESERVED_PREFIX,
@@ -48,6 +44,10 @@ from leaderboard.submission import (
     run_problems,
     submission_limits,
 )
+
+#: the file ``evaluate-model --shard`` writes into each shard's run directory
+#: (``worldolympiad.shards.SHARD_FILE``; the leaderboard imports nothing of the evaluator)
+SHARD_FILE = "shard.json"
 
 DEFAULT_DB = Path("leaderboard.sqlite")
 
