@@ -276,7 +276,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     loaded = _load(args)
     engine = _engine(args, loaded, max_frames=256, max_sessions=args.max_sessions, max_batch=args.max_batch)
-    serve(engine, loaded, host=args.host, port=args.port, gradio=not args.no_gradio)
+    serve(engine, loaded, host=args.host, port=args.port, gradio=not args.no_gradio,
+          idle_timeout_s=args.idle_timeout if args.idle_timeout > 0 else None)
     return 0
 
 
@@ -352,6 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-sessions", type=int, default=4)
     v.add_argument("--max-batch", type=int, default=4)
     v.add_argument("--no-gradio", action="store_true", help="do not mount the Gradio demo")
+    v.add_argument("--idle-timeout", type=float, default=300.0,
+                   help="seconds a session may go without its client taking a block or sending a control "
+                        "message before it is cancelled and reclaimed (0: never; default 300)")
 
     p = sub.add_parser("profile", help="per-block timings, FPS, time to first frame, memory (JSON + PNG)",
                        **_examples('inferix profile --model tiny --seconds 10 --out prof.json    # + prof.png'))

@@ -80,6 +80,7 @@ class EngineConfig:
         sequence_parallel: split every forward over the ranks of the initialised default
             ``torch.distributed`` group (Ulysses; ``inferix generate --sp N`` under torchrun); every
             rank runs the same engine (same seeds, same schedule) and gets the same frames.
+        step_log_size: forwards :attr:`Engine.step_log` remembers (the oldest are dropped).
         sampling: how each block is sampled: timesteps, guidance, context timestep...
             (:class:`inferix.sampling.SamplingConfig`, the one place those settings are declared).
     """
@@ -98,6 +99,7 @@ class EngineConfig:
     check_finite: bool = True
     rotated_kv_buffers: bool | None = None
     sequence_parallel: bool = False
+    step_log_size: int = 1000
 
     def __post_init__(self) -> None:
         if not isinstance(self.sampling, SamplingConfig):
@@ -232,7 +234,9 @@ class Engine:
         self._ids = itertools.count()
         self._arrival = itertools.count()
         self._context_cache: OrderedDict[str, Any] = OrderedDict()
-        self.step_log: list[dict[str, Any]] = []  # per forward: rows, seconds (profiling reads it)
+        # per forward: rows, seconds (profiling reads it); the last step_log_size only, so a server
+        # that runs for days does not grow it without bound
+        self.step_log: deque[dict[str, Any]] = deque(maxlen=cfg.step_log_size)
 
     # ---------------------------------------------------------------- sessions
 

@@ -31,6 +31,12 @@ with the fields above of the right types (``prompt`` a string, ``pause`` / ``res
 ``cancel`` booleans), or that the engine rejects (unknown action), is answered with an error
 message and the session goes on. A session is removed from the engine's table once its ``end``
 message is out (finished, cancelled or failed), so its slot and its entry are reclaimed.
+**Idle sessions**: a paused session (its client stopped taking blocks, so back-pressure paused it, or
+the client paused it) whose client has neither taken a block nor sent a control message
+for ``idle_timeout_s`` (default 300 s; ``inferix serve --idle-timeout``) is cancelled with
+``error: "idle ..."`` and reclaimed the same way, so a client that stops reading without closing
+its socket gives its KV slot back. Per-step records are bounded (``EngineConfig.step_log_size``);
+``tests/inferix/test_serve_soak.py`` runs 200 sessions over loopback and checks memory stays flat.
 
 HTTP: ``GET /health``, ``GET /sessions``, ``POST /sessions/{id}/control`` (same JSON as the
 WebSocket control messages), ``DELETE /sessions/{id}``. Gradio demo page: ``/demo``.
@@ -46,6 +52,7 @@ import logging
 import math
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -118,11 +125,17 @@ class EngineLoop:
     Args:
         engine: the :class:`~inferix.engine.Engine`.
         max_ahead: blocks a session may generate beyond what its subscriber has taken.
+        idle_timeout_s: cancel and reclaim a paused session whose client has neither taken a block nor
+            sent a control message for this long (``None``: never).
     """
 
-    def __init__(self, engine: Any, max_ahead: int = 2) -> None:
+    def __init__(self, engine: Any, max_ahead: int = 2, idle_timeout_s: float | None = 300.0) -> None:
+        if idle_timeout_s is not None and not idle_timeout_s > 0:
+            raise ValueError(f"idle_timeout_s must be > 0 seconds or None, got {idle_timeout_s!r}")
         self.engine = engine
         self.max_ahead = max_ahead
+        self.idle_timeout_s = idle_timeout_s
+        self._last_seen: dict[str, float] = {}  # session -> time.monotonic() of its client's last sign of life
         self._cmds: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future]] = queue.Queue()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -173,6 +186,12 @@ class EngineLoop:
         """Deliver ``(message, payload)`` of a session to ``callback`` (called on the engine thread)."""
         self._subs[session_id] = callback
         self._pending[session_id] = 0
+        self._last_seen[session_id] = time.monotonic()
+
+    def touch(self, session_id: str) -> None:
+        """The session's client is alive (a control message): restart its idle clock (engine thread only)."""
+        if session_id in self._last_seen:
+            self._last_seen[session_id] = time.monotonic()
 
     def taken(self, session_id: str) -> None:
         """The client took one block (thread-safe): may lift back-pressure."""
@@ -181,6 +200,7 @@ class EngineLoop:
     def _taken(self, session_id: str) -> None:
         if session_id not in self._pending:
             return  # the session ended and was reclaimed
+        self._last_seen[session_id] = time.monotonic()
         self._pending[session_id] = max(0, self._pending.get(session_id, 0) - 1)
         if session_id in self._held and self._pending[session_id] < self.max_ahead:
             self._held.discard(session_id)
@@ -193,7 +213,29 @@ class EngineLoop:
         self._subs.pop(sid, None)
         self._pending.pop(sid, None)
         self._held.discard(sid)
+        self._last_seen.pop(sid, None)
         self.engine.remove(sid)
+
+    def _cancel_idle(self) -> None:
+        """Cancel paused sessions (back-pressure: the client stopped taking blocks; or paused by it) whose
+        client has shown no sign of life for ``idle_timeout_s``. A session being generated is never idle,
+        however long its blocks take: its clock only runs while it waits for its client."""
+        from inferix.scheduler import SessionState
+
+        if self.idle_timeout_s is None:
+            return
+        now = time.monotonic()
+        for sid, seen in list(self._last_seen.items()):
+            s = self.engine.sessions.get(sid)
+            if s is None or s.state.done:
+                continue
+            if s.state != SessionState.PAUSED:
+                self._last_seen[sid] = now
+            elif now - seen > self.idle_timeout_s:
+                self.engine.cancel(sid)
+                s.error = (f"idle: no block taken and no control message for {now - seen:.0f} s "
+                           f"(the server's idle timeout is {self.idle_timeout_s:g} s)")
+                logger.info("session %s cancelled: %s", sid, s.error)
 
     def _run(self) -> None:
         from inferix.scheduler import SessionState
@@ -208,6 +250,7 @@ class EngineLoop:
                     fut.set_result(fn())
                 except Exception as e:  # reported to the caller, the loop goes on
                     fut.set_exception(e)
+            self._cancel_idle()
             runnable = any(s.slot.runnable for s in self.engine.sessions.values())
             if runnable:
                 try:
@@ -217,6 +260,8 @@ class EngineLoop:
             for sid, s in list(self.engine.sessions.items()):
                 cb = self._subs.get(sid)
                 if cb is None:
+                    if s.state.done and not s.outputs:  # nobody will read it: reclaimed all the same
+                        self._reclaim(sid)
                     continue
                 for out in self.engine.pop_outputs(sid):
                     header = {"type": "block", "index": out.index, "frames": int(out.frames.shape[0]),
@@ -279,13 +324,19 @@ async def _receive_json(websocket: WebSocket) -> Any:
         raise ValueError(f"message is not valid JSON ({e}): {text[:80]!r}") from None
 
 
-def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool = False) -> Any:
-    """The FastAPI app (engine loop started/stopped with the app's lifespan)."""
+def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool = False,
+               idle_timeout_s: float | None = 300.0) -> Any:
+    """The FastAPI app (engine loop started/stopped with the app's lifespan); ``idle_timeout_s`` as
+    :class:`EngineLoop`."""
     import contextlib
 
     import numpy as np
 
-    loop = EngineLoop(engine, max_ahead=max_ahead)
+    loop = EngineLoop(engine, max_ahead=max_ahead, idle_timeout_s=idle_timeout_s)
+
+    def control_and_touch(sid: str, msg: dict[str, Any]) -> dict[str, Any]:
+        loop.touch(sid)
+        return _control(engine, sid, msg)
     fps = float(getattr(loaded, "fps", 16.0))
 
     @contextlib.asynccontextmanager
@@ -311,7 +362,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
     @app.post("/sessions/{sid}/control")
     def control(sid: str, msg: dict[str, Any]) -> dict[str, Any]:
         try:
-            return loop.call(lambda: _control(engine, sid, msg)).result(timeout=30)
+            return loop.call(lambda: control_and_touch(sid, msg)).result(timeout=30)
         except KeyError as e:
             raise HTTPException(404, str(e)) from None
         except (ValueError, TypeError) as e:
@@ -380,7 +431,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
                     msg = await _receive_json(websocket)
                     if not isinstance(msg, dict):
                         raise ValueError(f"control messages must be JSON objects, got {type(msg).__name__}")
-                    await asyncio.wrap_future(loop.call(functools.partial(_control, engine, sid, msg)))
+                    await asyncio.wrap_future(loop.call(functools.partial(control_and_touch, sid, msg)))
                 except WebSocketDisconnect:
                     raise
                 except Exception as e:  # noqa: BLE001 - reported to the client; the session goes on
@@ -458,8 +509,10 @@ def build_demo(loop: EngineLoop, loaded: Any) -> Any:
     return demo
 
 
-def serve(engine: Any, loaded: Any, host: str = "127.0.0.1", port: int = 8000, gradio: bool = True) -> None:
+def serve(engine: Any, loaded: Any, host: str = "127.0.0.1", port: int = 8000, gradio: bool = True,
+          idle_timeout_s: float | None = 300.0) -> None:
     """Run the server until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(engine, loaded, gradio=gradio), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(engine, loaded, gradio=gradio, idle_timeout_s=idle_timeout_s), host=host, port=port,
+                log_level="info")
