@@ -11,8 +11,10 @@ Measures (see bench/README.md for recorded numbers):
   * cached generation vs recompute-from-scratch (no KV cache) over 30 blocks;
   * the lean path (keys rotated once, per-session buffers) vs the pool gather before it, 30 blocks,
     with the largest difference of their latents;
-  * 4 sessions batched in one engine vs one session (frames/s);
-  * achieved FLOP/s of the DiT forward as a fraction of a plain matmul with the same FLOPs;
+  * 1/2/4/8 sessions batched in one engine: frames/s total and per session, against the
+    compute-bound limit (matmul FLOP/s / DiT FLOPs per frame, attention included);
+  * achieved FLOP/s of the DiT forward (FLOPs counted with attention) as a fraction of a plain
+    matmul with the same FLOPs;
   * peak memory of `inferix generate --model tiny` for 60 s vs 5 s with the rolling policy
     (fresh process each; expected ratio <= 1.2).
 Same code as `inferix bench`.
@@ -56,12 +58,19 @@ def main() -> None:
               f"(max |diff| {lg['max_abs_diff']:.1e}, bit-identical: {lg['bit_identical']}; acceptance >= 1.3)")
     if "batched_sessions" in r:
         bs = r["batched_sessions"]
-        print(f"  {bs['sessions']} sessions batched vs 1 (frames/s)  : {bs['throughput_ratio']:.2f}x")
+        print(f"  batching ({bs['policy']}, {bs['blocks']} blocks each); compute-bound limit "
+              f"{bs['compute_bound_limit_fps']:.0f} frames/s ({bs['dit_gflop_per_frame'] * 1e3:.1f} MFLOP a frame, "
+              f"attention included, at {bs['matmul_gflops_per_s']:.1f} GFLOP/s matmul):")
+        for n, run in bs["runs"].items():
+            print(f"    {n} session(s): {run['total_fps']:7.1f} frames/s total, {run['per_session_fps']:7.1f} per "
+                  f"session, {run['throughput_vs_1']:.2f}x one session, {run['fraction_of_limit']:.2f} of the limit")
     for k in ("flops_small", "flops_tiny"):
         if k in r:
             f = r[k]
             print(f"  DiT FLOP/s / matmul FLOP/s ({k[6:]})      : {f['fraction_of_matmul']:.2f} "
-                  f"({f['dit_gflops_per_s']:.1f} vs {f['matmul_gflops_per_s']:.1f} GFLOP/s)")
+                  f"({f['dit_gflops_per_s']:.1f} vs {f['matmul_gflops_per_s']:.1f} GFLOP/s; {f['dit_gflop']:.3f} "
+                  f"GFLOP a forward, {f['attention_gflop']:.3f} of it attention, which FlopCounterMode on CPU "
+                  f"misses: it counts {f['counter_gflop_cpu']:.3f})")
     if "memory" in r:
         m = r["memory"]
         print(f"  peak memory long / short ({m['policy']})  : {m['ratio']:.3f}  (expected <= 1.2)")

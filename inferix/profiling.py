@@ -329,18 +329,66 @@ def bench_lean_vs_gather(model: Any, latent_hw: tuple[int, int], device: str, nu
             "bit_identical": bool(torch.equal(outs[True], outs[False]))}
 
 
-def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str, sessions: int = 4,
-                           num_blocks: int = 8) -> dict[str, Any]:
-    """Frames per second of ``sessions`` sessions batched in one engine vs one session alone."""
-    eng = _engine_for(model, latent_hw, "rolling:9", device)
-    one = 3 * num_blocks / sum(_block_times(eng, num_blocks))
-    eng = _engine_for(model, latent_hw, "rolling:9", device, max_batch=sessions, max_sessions=sessions)
-    ids = [eng.add_session(f"p{i}", num_blocks=num_blocks, seed=i) for i in range(sessions)]
-    t0 = bench_clock(device)
-    eng.run()
-    many = 3 * num_blocks * sessions / (bench_clock(device) - t0)
-    assert all(eng.session(i).blocks_done == num_blocks for i in ids)
-    return {"sessions": sessions, "one_session_fps": one, "batched_fps": many, "throughput_ratio": many / one}
+def _matmul_flops_per_s(device: str, n: int = 512, repeats: int = 5) -> float:
+    """FLOP/s of a square fp32 matmul: the compute-bound ceiling the batching and FLOP benches compare to."""
+    import torch
+
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    with torch.no_grad():
+        a @ b
+        t0 = bench_clock(device)
+        for _ in range(repeats):
+            a @ b
+        return 2 * n**3 * repeats / (bench_clock(device) - t0)
+
+
+def bench_batched_sessions(model: Any, latent_hw: tuple[int, int], device: str,
+                           sessions: Sequence[int] = (1, 2, 4, 8), num_blocks: int = 8,
+                           policy: str = "rolling:9") -> dict[str, Any]:
+    """Throughput of 1, 2, 4, 8... sessions batched in one engine, total and per session, against the
+    compute-bound limit.
+
+    Batching B sessions does B times the FLOPs per forward, so it can only help while a forward is
+    bound by something else (Python and launch overhead, memory traffic). The limit: frames/s if every
+    FLOP ran at the speed of a plain matmul on this device, ``matmul FLOP/s / DiT FLOPs per frame``
+    (:func:`dit_forward_flops`, attention included, at the window's mean cache length, every
+    denoising step and the commit pass counted). ``fraction_of_limit`` says how close each batch gets;
+    no batch size can pass 1.0 on a device that runs one forward at a time.
+    """
+    pol = _parse_policy(policy)
+    steps = 4
+    bound = pol.max_visible_frames()
+    per_block_flops = 0
+    for b in range(num_blocks):  # cached frames grow until the window is full
+        past = 3 * b if bound is None else min(3 * b, bound)
+        per_block_flops += (steps + 1) * dit_forward_flops(model.config, latent_hw, 3, past)
+    flops_per_frame = per_block_flops / (3 * num_blocks)
+    mm = _matmul_flops_per_s(device)
+    limit_fps = mm / flops_per_frame
+    runs: dict[str, Any] = {}
+    one = None
+    for n in sessions:
+        eng = _engine_for(model, latent_hw, policy, device, steps=steps, max_batch=n, max_sessions=n)
+        ids = [eng.add_session(f"p{i}", num_blocks=num_blocks, seed=i) for i in range(n)]
+        t0 = bench_clock(device)
+        eng.run()
+        total = 3 * num_blocks * n / (bench_clock(device) - t0)
+        assert all(eng.session(i).blocks_done == num_blocks for i in ids)
+        one = total if one is None else one
+        runs[str(n)] = {"total_fps": total, "per_session_fps": total / n, "throughput_vs_1": total / one,
+                        "fraction_of_limit": total / limit_fps}
+    return {"policy": policy, "blocks": num_blocks, "sessions": list(sessions), "runs": runs,
+            "dit_gflop_per_frame": flops_per_frame / 1e9, "matmul_gflops_per_s": mm / 1e9,
+            "compute_bound_limit_fps": limit_fps,
+            "limit_note": "frames/s if every DiT FLOP (attention included) ran at plain-matmul speed on this "
+                          "device; batching cannot pass it, it only removes per-forward overhead below it"}
+
+
+def _parse_policy(policy: str) -> Any:
+    from inferix.kv_cache import CachePolicy
+
+    return CachePolicy.parse(policy)
 
 
 def dit_forward_flops(cfg: Any, latent_hw: tuple[int, int], frames: int, cached_frames: int = 0,
@@ -370,8 +418,12 @@ def dit_forward_flops(cfg: Any, latent_hw: tuple[int, int], frames: int, cached_
 
 
 def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: int = 5) -> dict[str, Any]:
-    """Achieved FLOP/s of one DiT block forward (FLOPs counted by torch's FlopCounterMode) as a
-    fraction of a plain matmul with the same FLOP count, both timed in this run."""
+    """Achieved FLOP/s of one DiT block forward as a fraction of a plain matmul with the same FLOP count.
+
+    FLOPs are :func:`dit_forward_flops` (every matmul *and* attention; equal to ``FlopCounterMode`` on a
+    meta-device forward, ``tests/inferix/test_gpu_round.py``). ``FlopCounterMode`` on a CPU forward counts
+    no FLOPs for CPU SDPA; its count is kept as ``counter_gflop_cpu`` to show the difference.
+    """
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -382,11 +434,15 @@ def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: in
     x = torch.randn(1, cfg.in_channels, 3, h, w, device=device)
     ctx = model.cross_attention_kv(torch.randn(1, cfg.text_len, cfg.text_dim, device=device))
     be = FullAttention()
+    flops = dit_forward_flops(cfg, latent_hw, 3)
+    pt, ph, pw = cfg.patch_size
+    q = (3 // pt) * (h // ph) * (w // pw)
+    attention = cfg.num_layers * (4 * q * q * cfg.dim + 4 * q * cfg.text_len * cfg.dim)
     with torch.no_grad():
         counter = FlopCounterMode(display=False)
         with counter:
             model(x, torch.tensor([500.0], device=device), ctx, be)
-        flops = counter.get_total_flops()
+        counted = counter.get_total_flops()
         model(x, torch.tensor([500.0], device=device), ctx, be)  # warm-up
         t0 = bench_clock(device)
         for _ in range(repeats):
@@ -401,7 +457,9 @@ def bench_flops(model: Any, latent_hw: tuple[int, int], device: str, repeats: in
             a @ b
         mm_s = (bench_clock(device) - t0) / repeats
     dit_flops, mm_flops = flops / dit_s, 2 * n**3 / mm_s
-    return {"dit_gflop": flops / 1e9, "dit_gflops_per_s": dit_flops / 1e9, "matmul_n": n,
+    return {"dit_gflop": flops / 1e9, "attention_gflop": attention / 1e9, "counter_gflop_cpu": counted / 1e9,
+            "flops_counted_by": "inferix.profiling.dit_forward_flops (matmuls + self/cross attention)",
+            "dit_gflops_per_s": dit_flops / 1e9, "matmul_n": n,
             "matmul_gflops_per_s": mm_flops / 1e9, "fraction_of_matmul": dit_flops / mm_flops}
 
 
@@ -461,7 +519,7 @@ def run_bench(quick: bool = False, device: str = "cpu", only: Sequence[str] | No
         "cached_vs_recompute": lambda: bench_cached_vs_recompute(tiny, hw, device, num_blocks=8 if quick else 30),
         "lean_vs_gather": lambda: bench_lean_vs_gather(tiny, hw, device, num_blocks=8 if quick else 30,
                                                        repeats=1 if quick else 3),
-        "batched_sessions": lambda: bench_batched_sessions(tiny, hw, device, sessions=4,
+        "batched_sessions": lambda: bench_batched_sessions(tiny, hw, device, sessions=(1, 2, 4, 8),
                                                            num_blocks=3 if quick else 8),
         # arithmetic efficiency on a wider DiT (dim 512, 768 tokens per block) and on the tiny one
         "flops_small": lambda: bench_flops(small, (32, 32), device),
