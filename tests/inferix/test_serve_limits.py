@@ -179,3 +179,35 @@ def test_finished_sessions_are_reclaimed_from_the_table(tiny):
             time.sleep(0.05)
         assert client.get("/sessions").json() == [] and client.get("/health").json()["sessions"] == 0
     assert engine.sessions == {}
+
+
+def test_the_idle_clock_runs_only_while_a_session_waits_for_its_client(tiny):
+    """A session being generated is never idle however long it takes (its blocks here outlast the 1 ms
+    timeout); once its client stops taking blocks, back-pressure pauses it and the clock runs out."""
+    from inferix.streaming.server import EngineLoop
+
+    engine = _engine(tiny)
+    loop = EngineLoop(engine, max_ahead=100, idle_timeout_s=0.001)
+    ends: dict[str, dict] = {}
+
+    def callback(name):
+        def deliver(msg, frames):
+            if msg["type"] == "end":
+                ends[name] = msg
+        return deliver
+
+    loop.start()
+    try:
+        loop.call(lambda: loop.admit(callback("busy"), prompt="x", seed=0, num_blocks=4)).result(timeout=30)
+        deadline = time.monotonic() + 30
+        while "busy" not in ends and time.monotonic() < deadline:
+            time.sleep(0.01)
+        loop.max_ahead = 1
+        loop.call(lambda: loop.admit(callback("gone"), prompt="x", seed=1, num_blocks=None)).result(timeout=30)
+        while "gone" not in ends and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        loop.stop()
+    assert ends["busy"]["state"] == "finished" and ends["busy"]["error"] is None
+    assert ends["gone"]["state"] == "cancelled" and ends["gone"]["error"].startswith("idle")
+    assert engine.sessions == {}
