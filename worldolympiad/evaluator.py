@@ -115,6 +115,8 @@ class EvalConfig:
         executor: who runs the units: ``local`` (this process, or ``workers`` spawned processes) or
             ``ray`` / ``ray:ADDRESS`` (:mod:`worldolympiad.ray_executor`); this process stays the only
             writer of ``results.jsonl`` either way.
+        judge_workers: on Ray, the judge pool's actors (copies of an ``hf:`` judge's model, one GPU each on a
+            cuda run; ``None``: 1); :mod:`worldolympiad.ray_judge_pool`.
     """
 
     out: Path = Path("runs")
@@ -127,6 +129,7 @@ class EvalConfig:
     cache_dir: Path | None = None
     shard: Shard | None = None
     executor: str = "local"
+    judge_workers: int | None = None
 
 
 @dataclass
@@ -516,7 +519,7 @@ def _run_on_ray(config: EvalConfig, env: _Env, units: list[_Unit], on_message: A
     if not _picklable(env):
         raise EvaluationError("--executor ray: the model or a track is not importable by name on the cluster "
                               "(registered at runtime?); register it in an installed package or use --executor local")
-    executor = RayExecutor(config.executor, config.workers)  # the address was checked by evaluate()
+    executor = RayExecutor(config.executor, config.workers, config.judge_workers)  # address checked by evaluate()
     try:
         executor.run(env, units, on_message, write_row)
     except RayExecutorError as e:

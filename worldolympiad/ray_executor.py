@@ -42,6 +42,7 @@ import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from worldolympiad.types import Case, TrackResult
@@ -202,11 +203,14 @@ class RayExecutor:
             (``ray:auto``: the cluster ``ray start`` made on this machine; ``ray:HOST:PORT``; ``ray:ray://HOST:10001``,
             Ray Client). A process already connected to Ray (``ray.init`` in a notebook) keeps its connection.
         workers: model actors (copies of the model) to start.
+        judge_workers: judge pool actors (copies of an ``hf:`` judge's model, one GPU each on a cuda run) to
+            start when the run has such a judge (default 1; :mod:`worldolympiad.ray_judge_pool`).
     """
 
-    def __init__(self, executor: str, workers: int = 1) -> None:
+    def __init__(self, executor: str, workers: int = 1, judge_workers: int | None = None) -> None:
         self.address = parse_executor(executor)
         self.workers = max(1, int(workers))
+        self.judge_workers = max(1, int(judge_workers or 1))
         self._started = False
 
     def connect(self) -> Any:
@@ -266,22 +270,26 @@ class RayExecutor:
                             holds_cpu_without_gpu=False)
         actor_env = _on(env, model_req["num_gpus"] > 0)  # passed by value: a restarted actor needs it again
         track_req: dict[str, dict[str, float]] = {}
-        track_env: dict[str, Any] = {}
-        envs: dict[bool, Any] = {}
         for name in {t for u in units for t in u.tracks}:
             cls = env.track_classes[name]
             track_req[name] = request(cls.resources() if hasattr(cls, "resources") else {}, device)
-            gpu = track_req[name]["num_gpus"] > 0
-            if gpu not in envs:
-                envs[gpu] = ray.put(_on(env, gpu))
-            track_env[name] = envs[gpu]
         try:  # pre-flight: a worker can import what the run needs (else one clear error, not a failed row each)
-            ray.get(ray.remote(_probe).options(num_cpus=0).remote(next(iter(envs.values()), actor_env)))
+            ray.get(ray.remote(_probe).options(num_cpus=0).remote(actor_env))
         except Exception as e:  # noqa: BLE001 - RayTaskError / RaySystemError wrapping the import error
             raise RayExecutorError(f"a Ray worker cannot load what this run needs ({type(e).__name__}: {_cause(e)}); "
                                    "install the project, your model and any plugin track at this machine's version "
                                    "on every node, or submit with `ray job submit --working-dir .` "
                                    "(docs/cluster.md)") from e
+        pool = self._judge_pool(ray, env, device, model_req, track_req)
+        if pool is not None:
+            env = dataclasses.replace(env, judge_generator=pool.client)  # scoring tasks ask the pool
+        track_env: dict[str, Any] = {}
+        envs: dict[bool, Any] = {}
+        for name, req in track_req.items():
+            gpu = req["num_gpus"] > 0
+            if gpu not in envs:
+                envs[gpu] = ray.put(_on(env, gpu))
+            track_env[name] = envs[gpu]
         actor_cls = ray.remote(_VideoActor).options(max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS,
                                                     **model_req)
         score = ray.remote(_score)
@@ -348,6 +356,50 @@ class RayExecutor:
                     ray.kill(a)
                 except Exception:  # noqa: BLE001 - already gone
                     logger.debug("could not kill a model actor", exc_info=True)
+            if pool is not None:
+                self._close_pool(pool, env.run_dir)
+
+    def _judge_pool(self, ray: Any, env: _Env, device: str, model_req: Mapping[str, float],
+                    track_req: Mapping[str, Mapping[str, float]]) -> Any:
+        """The run's judge pool (:mod:`worldolympiad.ray_judge_pool`), started, or ``None`` when its judge has no
+        model to pool (``none``, ``openai:``).
+
+        Raises:
+            RayExecutorError: the pool, the model actors and one GPU scoring task need more GPUs than the cluster
+                has (it would wait forever), or a judge actor could not load the model.
+        """
+        from worldolympiad.ray_judge_pool import JudgePool, pooled_judge_class
+
+        cls = pooled_judge_class(env.spec.judge)
+        if cls is None:
+            return None
+        req = request(cls.generator_class.RESOURCES, device, holds_cpu_without_gpu=False)
+        gpus = float(ray.cluster_resources().get("GPU", 0))
+        needed = (self.judge_workers * req["num_gpus"] + self.workers * model_req["num_gpus"]
+                  + max((r["num_gpus"] for r in track_req.values()), default=0.0))
+        if req["num_gpus"] and needed > gpus:
+            raise RayExecutorError(
+                f"the judge pool ({self.judge_workers} x {req['num_gpus']:g} GPU), {self.workers} model actor(s) "
+                f"({model_req['num_gpus']:g} GPU each) and a GPU scoring task need {needed:g} GPUs; the cluster has "
+                f"{gpus:g}: lower --judge-workers or --workers, or add GPU nodes (docs/cluster.md)")
+        try:
+            return JudgePool(ray, env.spec.judge, self.judge_workers, req)
+        except Exception as e:  # noqa: BLE001 - RayActorError / RayTaskError wrapping the load error
+            raise RayExecutorError(f"the judge pool could not load --judge {env.spec.judge} ({type(e).__name__}: "
+                                   f"{_cause(e)}); the model folder must be at the same path on every node "
+                                   "(docs/cluster.md)") from e
+
+    @staticmethod
+    def _close_pool(pool: Any, run_dir: Path) -> None:
+        """Write what the judge actors did to ``<run_dir>/judge_pool.json`` and stop them."""
+        import json
+
+        from worldolympiad.ray_judge_pool import POOL_STATS
+
+        try:
+            (run_dir / POOL_STATS).write_text(json.dumps(pool.report(), indent=1, sort_keys=True))
+        finally:
+            pool.close()
 
     @staticmethod
     def _video_result(ray: Any, ref: Any, unit: _Unit

@@ -46,6 +46,8 @@ class EvalContext:
         reference_loader: returns the case's reference video (or ``None``); loaded lazily.
         run_dir: the run directory, when the evaluator runs the track: its judge ledger holds the
             run's judge budget, shared by every row and worker (``None``: the judge counts alone).
+        judge_generator: where the judge's model runs when not in this process (the Ray executor's judge
+            pool client, :mod:`worldolympiad.ray_judge_pool`); ``None``: the judge loads its own.
     """
 
     seed: int = 0
@@ -58,6 +60,7 @@ class EvalContext:
     options: dict[str, Any] = field(default_factory=dict)
     reference_loader: Callable[[], Video | None] | None = None
     run_dir: Path | None = None
+    judge_generator: Any = None
     timings: dict[str, float] = field(default_factory=dict)
     _reference: Video | None = field(default=None, repr=False)
     _reference_loaded: bool = field(default=False, repr=False)
@@ -84,7 +87,9 @@ class EvalContext:
         if self._judge is None:
             from worldolympiad.judges import build_judge
 
-            self._judge = build_judge(self.judge_spec, cache_dir=self.cache_dir / "judge", run_dir=self.run_dir)
+            pooled = {"generator": self.judge_generator} if self.judge_generator is not None else {}
+            self._judge = build_judge(self.judge_spec, cache_dir=self.cache_dir / "judge", run_dir=self.run_dir,
+                                      **pooled)
         return self._judge
 
     def option(self, key: str, default: Any = None) -> Any:

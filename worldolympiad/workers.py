@@ -54,6 +54,7 @@ class _Env:
     model_arg: str | None = None
     model_error: str | None = None
     model_options: dict[str, Any] = field(default_factory=dict)
+    judge_generator: Any = None  # the Ray judge pool's client (worldolympiad.ray_judge_pool); None: in process
 
 
 @dataclass
@@ -313,7 +314,8 @@ class _Worker:
         work_dir.mkdir(parents=True, exist_ok=True)
         ctx = EvalContext(seed=seed, device=self.env.device, work_dir=work_dir,
                           cache_dir=self.env.cache_dir, judge_spec=spec.judge,
-                          options=spec.option_dict, reference_loader=load_reference, run_dir=self.env.run_dir)
+                          options=spec.option_dict, reference_loader=load_reference, run_dir=self.env.run_dir,
+                          judge_generator=self.env.judge_generator)
         _seed_everything(seed)
         self.started(case, seed, name)
         t0 = time.perf_counter()

@@ -54,6 +54,7 @@ examples:
   evaluate-model --model reference --suite smoke --shard 0/2   # half the work (a Slurm array task); then
   worldolympiad merge runs/reference__smoke__*__shard-*-of-2    # join the shards into one run
   evaluate-model --model perturbed:teleport@0.5 --executor ray:auto --workers 4   # on a Ray cluster (docs/cluster.md)
+  evaluate-model --model reference --executor ray:auto --judge hf:/models/Qwen2.5-VL-7B-Instruct --judge-workers 2
 
 the run directory <out>/<model>__<suite>__<hash>/ holds run_spec.json, videos/, results.jsonl,
 timings.jsonl, summary.json and run.log (what pycolmap, MuJoCo and other native libraries print
@@ -103,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1,
                    help="worker processes (default: 1); with --executor ray, the number of model copies "
                         "(generation actors) on the cluster")
+    p.add_argument("--judge-workers", type=int, default=None, metavar="N",
+                   help="with --executor ray and --judge hf:PATH: copies of the judge model in the Ray judge pool, "
+                        "one GPU each on a cuda run (default: 1); every scoring task's judge asks the pool")
     p.add_argument("--executor", default="local", metavar="local|ray[:ADDRESS]",
                    help="who runs the work: local (this machine, default) or ray (a Ray cluster: ray:auto joins "
                         "the one `ray start` made, ray:HOST:PORT another, plain ray starts one on this machine); "
@@ -192,6 +196,8 @@ def _plan(args: argparse.Namespace) -> _Plan:
                          f"(known: {', '.join(JUDGES.names())})")
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.judge_workers is not None and args.judge_workers < 1:
+        raise UsageError(f"--judge-workers must be >= 1, got {args.judge_workers}")
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit must be >= 1, got {args.limit}")
     out = Path(args.out).expanduser()
@@ -213,7 +219,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
         print(note)
     config = EvalConfig(out=Path(args.out), workers=args.workers, device=args.device, resume=args.resume,
                         retry_failed=args.retry_failed, limit=args.limit, progress=not args.no_progress,
-                        shard=shard, executor=executor)
+                        shard=shard, executor=executor, judge_workers=args.judge_workers)
     return _Plan(tracks=tracks, seeds=seeds, options=options, config=config)
 
 
