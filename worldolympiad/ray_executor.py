@@ -10,7 +10,9 @@ fingerprints, not-applicable rows: :mod:`worldolympiad.evaluator`) and stays the
                                               generate → <run_dir>/videos/<case>__s<seed>.mp4
                               ◄───────────── StoredVideo (chunks, metadata, shape, CRC-32, warnings)
     one task per pending track ────────────►  _score (the track's resources): decode the stored file,
-                                              check its CRC, score
+                                              check its CRC, score; an hf: judge's requests go to the
+                                              judge pool (_JudgeActor x --judge-workers, one model each:
+                                              :mod:`worldolympiad.ray_judge_pool`)
                               ◄───────────── TrackResult + timings
     write_row → results.jsonl (a key already written is dropped)
 
@@ -280,7 +282,7 @@ class RayExecutor:
                                    "install the project, your model and any plugin track at this machine's version "
                                    "on every node, or submit with `ray job submit --working-dir .` "
                                    "(docs/cluster.md)") from e
-        pool = self._judge_pool(ray, env, device, model_req, track_req)
+        pool = self._judge_pool(ray, env, device, model_req, min(self.workers, len(units)), track_req)
         if pool is not None:
             env = dataclasses.replace(env, judge_generator=pool.client)  # scoring tasks ask the pool
         track_env: dict[str, Any] = {}
@@ -359,7 +361,7 @@ class RayExecutor:
             if pool is not None:
                 self._close_pool(pool, env.run_dir)
 
-    def _judge_pool(self, ray: Any, env: _Env, device: str, model_req: Mapping[str, float],
+    def _judge_pool(self, ray: Any, env: _Env, device: str, model_req: Mapping[str, float], model_actors: int,
                     track_req: Mapping[str, Mapping[str, float]]) -> Any:
         """The run's judge pool (:mod:`worldolympiad.ray_judge_pool`), started, or ``None`` when its judge has no
         model to pool (``none``, ``openai:``).
@@ -375,11 +377,11 @@ class RayExecutor:
             return None
         req = request(cls.generator_class.RESOURCES, device, holds_cpu_without_gpu=False)
         gpus = float(ray.cluster_resources().get("GPU", 0))
-        needed = (self.judge_workers * req["num_gpus"] + self.workers * model_req["num_gpus"]
+        needed = (self.judge_workers * req["num_gpus"] + model_actors * model_req["num_gpus"]
                   + max((r["num_gpus"] for r in track_req.values()), default=0.0))
         if req["num_gpus"] and needed > gpus:
             raise RayExecutorError(
-                f"the judge pool ({self.judge_workers} x {req['num_gpus']:g} GPU), {self.workers} model actor(s) "
+                f"the judge pool ({self.judge_workers} x {req['num_gpus']:g} GPU), {model_actors} model actor(s) "
                 f"({model_req['num_gpus']:g} GPU each) and a GPU scoring task need {needed:g} GPUs; the cluster has "
                 f"{gpus:g}: lower --judge-workers or --workers, or add GPU nodes (docs/cluster.md)")
         try:
