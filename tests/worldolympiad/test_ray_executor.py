@@ -253,3 +253,39 @@ def test_the_run_budget_holds_across_the_judge_pool(cluster, tmp_path, judge_set
     assert sum(a["requests"] for a in pool["actors"]) == 5 == _row_calls(rows)
     assert any("budget" in (r["coverage"]["judge_stats"]["failures_by_kind"]) for r in rows.values())
     assert all(r["status"] == "ok" for r in rows.values())  # a refused question never costs the model-free evidence
+
+
+def test_a_judge_actor_killed_mid_run_is_restarted_and_the_rows_equal_the_local_run(cluster, tmp_path, judge_setup,
+                                                                                    monkeypatch):
+    from worldolympiad import ray_judge_pool
+
+    folder, suite = judge_setup
+    spec = make_run_spec("reference", str(suite), ["physics"], [0],
+                         judge=f"hf:{folder}?max_new_tokens=8&temperature=5", options={"physics.judge_samples": 2})
+    pools: list = []
+    start = ray_judge_pool.JudgePool.__init__
+
+    def keep(self, *a, **k):  # the driver's pool, so this test can find its actor
+        start(self, *a, **k)
+        pools.append(self)
+
+    monkeypatch.setattr(ray_judge_pool.JudgePool, "__init__", keep)
+    outcome: dict = {}
+    run = threading.Thread(target=lambda: outcome.update(result=evaluate(
+        spec, EvalConfig(out=tmp_path / "ray", progress=False, executor="ray"))))
+    run.start()
+    deadline = time.time() + 120
+    while not pools and time.time() < deadline:
+        time.sleep(0.01)
+    (actor,) = pools[0].actors
+    while (stats := ray.get(actor.report.remote()))["requests"] < 1 and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(stats["pid"], signal.SIGKILL)  # Ray restarts it (the model loaded again) and reruns its request
+    run.join(timeout=300)
+    assert not run.is_alive() and "result" in outcome
+    rows = wo_testlib.rows_by_key(outcome["result"].run_dir)
+    local = evaluate(spec, EvalConfig(out=tmp_path / "local", progress=False))
+    assert rows == wo_testlib.rows_by_key(local.run_dir)
+    (after,) = json.loads((outcome["result"].run_dir / "judge_pool.json").read_text())["actors"]
+    assert after["pid"] != stats["pid"] and after["loads"] == 1, "a new actor process took over"
+    assert after["requests"] >= 1, "the kill landed mid-run: the restarted actor served the rest"
