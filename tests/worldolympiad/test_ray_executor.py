@@ -182,6 +182,8 @@ def test_bad_executor_exits_2_and_a_local_run_never_imports_ray(videos_suite, tm
     suite, vids = videos_suite
     assert evaluate_main(["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting",
                           "--executor", "spark", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert evaluate_main(["--model", f"videos:{vids}", "--suite", str(suite), "--tracks", "counting",
+                          "--judge-workers", "0", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     code = ("import sys, wo_testlib; wo_testlib.register_test_tracks(); from worldolympiad.cli.evaluate import main; "
             "rc = main(sys.argv[1:]); assert 'ray' not in sys.modules, 'ray imported'; sys.exit(rc)")
     r = subprocess.run([sys.executable, "-c", code, "--model", f"videos:{vids}", "--suite", str(suite), "--tracks",
@@ -289,3 +291,21 @@ def test_a_judge_actor_killed_mid_run_is_restarted_and_the_rows_equal_the_local_
     (after,) = json.loads((outcome["result"].run_dir / "judge_pool.json").read_text())["actors"]
     assert after["pid"] != stats["pid"] and after["loads"] == 1, "a new actor process took over"
     assert after["requests"] >= 1, "the kill landed mid-run: the restarted actor served the rest"
+
+
+def test_a_judge_pool_the_cluster_has_no_gpus_for_stops_the_run_with_the_numbers():
+    from types import SimpleNamespace
+
+    from worldolympiad.ray_executor import RayExecutor
+
+    one_gpu = SimpleNamespace(cluster_resources=lambda: {"GPU": 1.0, "CPU": 8.0})
+    env = SimpleNamespace(spec=SimpleNamespace(judge="hf:/models/vlm"))
+    executor = RayExecutor("ray", workers=1, judge_workers=1)
+    # the model actor's GPU + the judge actor's GPU + geometry's half GPU on a one-GPU cluster would wait forever
+    with pytest.raises(RayExecutorError, match=r"need 2\.5 GPUs; the cluster has 1: lower --judge-workers"):
+        executor._judge_pool(one_gpu, env, "cuda", {"num_cpus": 1.0, "num_gpus": 1.0}, 1,
+                             {"geometry": {"num_cpus": 1.0, "num_gpus": 0.5}})
+    # judges without a model to pool start none
+    assert executor._judge_pool(one_gpu, SimpleNamespace(spec=SimpleNamespace(judge="none")), "cuda", {}, 1, {}) is None
+    openai = SimpleNamespace(spec=SimpleNamespace(judge="openai:http://127.0.0.1:9/v1#m"))
+    assert executor._judge_pool(one_gpu, openai, "cuda", {}, 1, {}) is None
