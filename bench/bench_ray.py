@@ -13,51 +13,14 @@ The speedup needs 2 free cores: the script prints how many this process may use.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+import bench_evaluator  # the same CPU-bound `burn` track and suite as the local bench
 
 from worldolympiad.registries import TRACKS
-from worldolympiad.track import Track, TrackOutput
-from worldolympiad.types import MetricValue
-
-
-class BurnTrack(Track):
-    """A CPU-bound stand-in for a real track: ``burn.rounds`` rounds of numpy over the frames (0: no work)."""
-
-    name = "burn"
-    version = "1"
-
-    def applicability(self, case):  # type: ignore[no-untyped-def]
-        return None
-
-    def evaluate(self, video, case, ctx):  # type: ignore[no-untyped-def]
-        x = video.frames.astype(np.float32)
-        acc = 0.0
-        for _ in range(int(ctx.option("burn.rounds", 20))):
-            acc += float(np.abs(np.diff(x, axis=0)).mean() + np.fft.rfft2(x[..., 0]).real.mean())
-        s = 1 / (1 + abs(acc) / 1e4)
-        return TrackOutput(metrics=[MetricValue("burn", acc, s)], score=s)
-
-
-def _setup(root: Path, n_cases: int) -> tuple[Path, Path]:
-    from worldolympiad.video import write_video
-
-    vids = root / "videos"
-    vids.mkdir(parents=True)
-    cases = []
-    rng = np.random.default_rng(0)
-    for i in range(n_cases):
-        cid = f"b{i:03d}"
-        write_video(vids / f"{cid}.mp4", rng.integers(0, 255, (16, 48, 64, 3)).astype(np.uint8), 8)
-        cases.append({"id": cid, "scenario": "realworld", "fps": 8, "num_frames": 16, "resolution": [48, 64]})
-    suite = root / "suite.json"
-    suite.write_text(json.dumps({"name": "bench", "cases": cases}))
-    return suite, vids
 
 
 def _timed(spec, out: Path, **config) -> float:  # type: ignore[no-untyped-def]
@@ -76,14 +39,18 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=100, help="burn rounds per row of the CPU-bound slice")
     args = p.parse_args()
     import ray
+    import ray.cloudpickle
 
     from worldolympiad.evaluator import make_run_spec
 
-    TRACKS.register("burn", BurnTrack, override=True)
+    # the burn track's class travels to Ray's workers by value: they cannot import this folder's modules
+    ray.cloudpickle.register_pickle_by_value(bench_evaluator)
+
+    TRACKS.register("burn", bench_evaluator.BurnTrack, override=True)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        suite, vids = _setup(root, args.cases)
+        suite, vids = bench_evaluator._setup(root, args.cases)
         noop = make_run_spec(f"videos:{vids}", str(suite), ["burn"], [0], options={"burn.rounds": 0})
         burn = make_run_spec(f"videos:{vids}", str(suite), ["burn"], [0], options={"burn.rounds": args.rounds})
         t: dict[str, float] = {}
