@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from worldolympiad.weights import read_state_dict
+
 logger = logging.getLogger(__name__)
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -194,18 +196,7 @@ class DinoEncoder:
 
 
 def _load_state_dict(p: Path) -> dict[str, Any]:
-    import torch
-
-    if p.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return dict(load_file(str(p)))
-    sd = torch.load(str(p), map_location="cpu", weights_only=True)
-    if isinstance(sd, Mapping) and "params" in sd and isinstance(sd["params"], Mapping):
-        sd = sd["params"]
-    if not isinstance(sd, Mapping):
-        raise ValueError(f"{p}: expected a state dict (name → tensor), got {type(sd).__name__}")
-    return {(k[7:] if k.startswith("module.") else k): v for k, v in sd.items()}
+    return read_state_dict(p, nested_key="params", strip_module=True)
 
 
 def load_linear_stack(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:

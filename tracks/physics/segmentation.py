@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from worldolympiad.weights import read_state_dict
+
 logger = logging.getLogger(__name__)
 
 
@@ -381,20 +383,6 @@ def build_sam_from_config(config: Mapping[str, Any]) -> Any:
     )
 
 
-def _load_state_dict(path: Path) -> dict[str, Any]:
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return dict(load_file(str(path)))
-    import torch
-
-    # weights_only: a checkpoint is data, never code.
-    obj = torch.load(str(path), map_location="cpu", weights_only=True)
-    if isinstance(obj, Mapping) and "model" in obj and isinstance(obj["model"], Mapping):
-        obj = obj["model"]
-    if not isinstance(obj, Mapping):
-        raise ValueError(f"{path}: expected a state dict, got {type(obj).__name__}")
-    return dict(obj)
 
 
 def infer_sam_config(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -451,7 +439,7 @@ def load_sam(checkpoint: str | Path, variant: str | None = None, device: str = "
             f"SAM checkpoint {path} not found; download sam_vit_b_01ec64.pth (or vit_l/vit_h) and pass "
             "--option physics.segmenter=sam:/path/to/sam_vit_b_01ec64.pth"
         )
-    state = _load_state_dict(path)
+    state = read_state_dict(path, nested_key="model")  # safetensors or weights_only torch
     try:
         cfg = infer_sam_config(state)
     except KeyError as e:
