@@ -55,8 +55,9 @@ def _session(url: str, i: int) -> str:
 
 
 # Deselected by default with the slow tests (`make test-all` or `pytest -m slow` runs it): it measures the
-# memory of the process it runs in, and inside the whole suite's long-lived process it failed once in a
-# fresh-clone CI run (session 47) while passing alone, with tests/inferix and with tests/bench + inferix.
+# memory of the process it runs in, and inside the whole suite's process it hung until pytest-timeout's
+# 600 s in a fresh-clone CI run (session 47) while passing alone (6 s), with tests/inferix and with
+# tests/bench + inferix. Why it hung there is not yet understood.
 @pytest.mark.slow
 def test_two_hundred_sessions_over_loopback_leave_memory_flat_and_idle_sessions_are_reclaimed():
     tiny = load_model("tiny")
