@@ -4,7 +4,8 @@ One thread owns the engine (:class:`EngineLoop`): it steps the engine, hands eac
 block to the session's subscriber and runs commands (add / control / cancel) between steps,
 so the engine itself needs no locks. Back-pressure: a session whose client has not taken
 ``max_ahead`` blocks yet is paused until it does (a slow client does not make the server
-run away with memory, and its actions take effect within ``max_ahead`` blocks).
+run away with memory, and its actions take effect within ``max_ahead`` blocks); a session its client
+paused stays paused until the client resumes it, whatever back-pressure does meanwhile.
 
 WebSocket protocol (``/ws``)::
 
@@ -193,6 +194,21 @@ class EngineLoop:
         if session_id in self._last_seen:
             self._last_seen[session_id] = time.monotonic()
 
+    def control(self, session_id: str, msg: dict[str, Any]) -> dict[str, Any]:
+        """Apply a client's control message (engine thread only): restarts its idle clock, and a pause or
+        resume of the client's own replaces back-pressure's hold, so a block taken afterwards does not
+        resume a session its client paused.
+
+        (Was: a pause that reached the engine after back-pressure had paused the session and before the
+        client's copy of the block was taken was undone by :meth:`_taken`; the session streamed on for
+        good and was never idle. ``test_serve_soak.py`` hung to pytest-timeout's 600 s in a CI run so.)
+        """
+        self.touch(session_id)
+        result = _control(self.engine, session_id, msg)
+        if msg.get("pause") or msg.get("resume"):
+            self._held.discard(session_id)
+        return result
+
     def taken(self, session_id: str) -> None:
         """The client took one block (thread-safe): may lift back-pressure."""
         self.call(lambda: self._taken(session_id))
@@ -333,10 +349,6 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
     import numpy as np
 
     loop = EngineLoop(engine, max_ahead=max_ahead, idle_timeout_s=idle_timeout_s)
-
-    def control_and_touch(sid: str, msg: dict[str, Any]) -> dict[str, Any]:
-        loop.touch(sid)
-        return _control(engine, sid, msg)
     fps = float(getattr(loaded, "fps", 16.0))
 
     @contextlib.asynccontextmanager
@@ -362,7 +374,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
     @app.post("/sessions/{sid}/control")
     def control(sid: str, msg: dict[str, Any]) -> dict[str, Any]:
         try:
-            return loop.call(lambda: control_and_touch(sid, msg)).result(timeout=30)
+            return loop.call(lambda: loop.control(sid, msg)).result(timeout=30)
         except KeyError as e:
             raise HTTPException(404, str(e)) from None
         except (ValueError, TypeError) as e:
@@ -431,7 +443,7 @@ def create_app(engine: Any, loaded: Any = None, max_ahead: int = 2, gradio: bool
                     msg = await _receive_json(websocket)
                     if not isinstance(msg, dict):
                         raise ValueError(f"control messages must be JSON objects, got {type(msg).__name__}")
-                    await asyncio.wrap_future(loop.call(functools.partial(control_and_touch, sid, msg)))
+                    await asyncio.wrap_future(loop.call(functools.partial(loop.control, sid, msg)))
                 except WebSocketDisconnect:
                     raise
                 except Exception as e:  # noqa: BLE001 - reported to the client; the session goes on

@@ -211,3 +211,41 @@ def test_the_idle_clock_runs_only_while_a_session_waits_for_its_client(tiny):
     assert ends["busy"]["state"] == "finished" and ends["busy"]["error"] is None
     assert ends["gone"]["state"] == "cancelled" and ends["gone"]["error"].startswith("idle")
     assert engine.sessions == {}
+
+
+def test_a_clients_pause_is_not_undone_when_back_pressure_lifts(tiny):
+    """Was (issue 60; `test_serve_soak.py` hung to pytest-timeout's 600 s in a CI run): a pause that reached
+    the engine after back-pressure had paused the session for its undelivered block, and before that block
+    was taken, was undone when it was taken; the session streamed on for good and was never idle. Here the
+    order is forced: block 0 handed out (back-pressure pauses), the client pauses, then takes block 0."""
+    from inferix.streaming.server import EngineLoop
+
+    engine = _engine(tiny)
+    loop = EngineLoop(engine, max_ahead=1, idle_timeout_s=None)
+    blocks: list[int] = []
+
+    def deliver(msg, frames):
+        if msg["type"] == "block":
+            blocks.append(msg["index"])
+
+    def state(sid):
+        return loop.call(lambda: (engine.sessions[sid].state.value, engine.sessions[sid].blocks_done)).result(timeout=30)
+
+    loop.start()
+    try:
+        sid = loop.call(lambda: loop.admit(deliver, prompt="x", seed=0, num_blocks=None)).result(timeout=30)
+        deadline = time.monotonic() + 30
+        while not blocks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert blocks == [0], f"no block within 30 s: {blocks}"
+        assert state(sid) == ("paused", 1)  # back-pressure: block 0 is not taken yet
+        loop.call(lambda: loop.control(sid, {"pause": True})).result(timeout=30)
+        loop.taken(sid)
+        time.sleep(0.5)  # ~40 blocks' time on the tiny model: a resumed session would have made one more
+        assert state(sid) == ("paused", 1) and blocks == [0], (state(sid), blocks)
+        loop.call(lambda: loop.control(sid, {"resume": True})).result(timeout=30)  # the client resumes it
+        while len(blocks) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert blocks == [0, 1], f"the resumed session made no block within 30 s: {blocks}"
+    finally:
+        loop.stop()
