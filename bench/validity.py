@@ -33,6 +33,7 @@ Usage::
     OMP_NUM_THREADS=1 python bench/validity.py --baselines --out bench/_out/baselines \\
         --baseline-suites smoke:0,1,2 standard:0:1 --record baselines_s45   # standard: 1 case per generator
     python bench/validity.py --tracks interaction,longvideo --cases ho-photo-coffee-sweep   # a subset
+    python bench/validity.py --tuning-suite physics_tune --tracks physics --out /tmp/v_tune   # tune here
 
 Tuning split vs held-out split: see :mod:`scenarios.heldout.splits` (``SPLITS``). Nothing here may be
 used to tune a track; the report says so.
@@ -76,6 +77,8 @@ BASELINE_MODELS: tuple[str, ...] = ("reference", "repeat-first-frame", "inferix:
 CLEAN = "clean"
 #: the evaluator runs this process scored: condition, encoding, run directory, its git hash and track versions
 RUNS: list[dict[str, Any]] = []
+#: defect videos a perturbation refused to make (e.g. ``vanish`` when the object has left the frame), with why
+SKIPPED: list[dict[str, str]] = []
 
 
 # ============================================================================ statistics (pure)
@@ -183,16 +186,33 @@ def register_heldout() -> None:
     scenarios.heldout.register(GENERATORS)
 
 
-def heldout_cases(quick: bool, only: Sequence[str] = ()) -> list[Any]:
-    """The held-out split's cases (``--quick``: its two tiny ones), built through the generators."""
+def tuning_suite_dir(name: str) -> Path:
+    """The folder of a tuning-split suite given by path or by name (``physics_tune``); anything else exits."""
+    from scenarios.heldout.splits import SPLITS
+
+    folders = {p.resolve(): p for p in SPLITS["tuning"]}
+    by_name = {p.name: p for p in SPLITS["tuning"]}
+    path = Path(name).resolve()
+    if path in folders:
+        return folders[path]
+    if name in by_name:
+        return by_name[name]
+    raise SystemExit(f"--tuning-suite: {name!r} is not a tuning-split suite; known: {', '.join(sorted(by_name))} "
+                     "(the held-out split is the default; see scenarios/heldout/splits.py)")
+
+
+def heldout_cases(quick: bool, only: Sequence[str] = (), suite_dir: Path | None = None) -> list[Any]:
+    """The held-out split's cases (``--quick``: its two tiny ones), built through the generators;
+    ``suite_dir``: a tuning-split suite's cases instead (development runs, never an acceptance figure)."""
     from scenarios.heldout.splits import HERE
     from scenarios.suites import build_suite
 
-    cases = build_suite(str(HERE / ("quick" if quick else "suite")))
+    cases = build_suite(str(suite_dir if suite_dir is not None else HERE / ("quick" if quick else "suite")))
     if only:
         unknown = sorted(set(only) - {c.id for c in cases})
         if unknown:
-            raise SystemExit(f"--cases: {', '.join(unknown)} not in the held-out split; known: {', '.join(c.id for c in cases)}")
+            where = "the tuning suite" if suite_dir is not None else "the held-out split"
+            raise SystemExit(f"--cases: {', '.join(unknown)} not in {where}; known: {', '.join(c.id for c in cases)}")
         cases = [c for c in cases if c.id in set(only)]
     return cases
 
@@ -256,7 +276,12 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                         if rendered is None:
                             rendered = _rendered_from_disk(case, render_dir)
                         fn = PERTURBATIONS.get(defect)
-                        bad = fn(rendered.video, case, s, np.random.default_rng(0), rendered)
+                        try:
+                            bad = fn(rendered.video, case, s, np.random.default_rng(0), rendered)
+                        except ValueError as e:  # the defect cannot apply to this clip: say so, keep the rest
+                            print(f"skipped {vid}: {e}", file=sys.stderr)
+                            SKIPPED.append({"id": vid, "reason": str(e)})
+                            continue
                         write_video(dst, bad.frames, case.fps, lossless=True)
                     doc = dict(raw, id=vid, tracks=[track])
                     doc["metadata"] = dict(raw.get("metadata") or {}, validity={"case": case.id, "defect": defect,
@@ -427,7 +452,10 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
     stats = record["statistics"]
     js = out / "validity.json"
     js.write_text(json.dumps(record, indent=1, default=str))
-    lines = [f"# Held-out validity report ({record['mode']})", "",
+    tuning = str(record["mode"]).startswith("tuning")
+    lines = [f"# {'Tuning-split' if tuning else 'Held-out'} validity report ({record['mode']})", "",
+             *(["**Tuning split: a development measurement on cases tracks may be tuned on, never an acceptance figure.**",
+                ""] if tuning else []),
              f"Commit `{record['git']['commit']}`"
              + (f" with uncommitted changes in {', '.join(record['git']['dirty_tracks'])}" if record["git"]["dirty_tracks"] else "")
              + f" (at the start); {record['date']}; {record['seconds']:.0f} s on one CPU thread. Track versions: "
@@ -441,9 +469,12 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
              "Tuning split (tracks may be tuned on these): " + ", ".join(f"`{p}`" for p in record["splits"]["tuning"]) + ".",
              "Held-out split (reported here, never tuned on): " + ", ".join(f"`{p}`" for p in record["splits"]["heldout"])
              + ". Declared in `scenarios/heldout/splits.py`; `tests/scenarios/test_heldout.py` keeps them apart.", "",
-             "| held-out case | generator | settings | tracks |", "|---|---|---|---|"]
+             f"| {'tuning' if tuning else 'held-out'} case | generator | settings | tracks |", "|---|---|---|---|"]
     for c in record["cases"]:
         lines.append(f"| {c['id']} | {c['generator']} | `{json.dumps(c['params'], separators=(',', ':'))}` | {', '.join(c['tracks'])} |")
+    if record.get("skipped"):
+        lines += ["", "Defect videos not made (the perturbation refused the clip): "
+                  + "; ".join(f"`{k['id']}` ({k['reason']})" for k in record["skipped"]) + "."]
     lines += ["", "Defects per track (strengths weakest first): "
               + "; ".join(f"{t}: " + ", ".join(f"{d} {list(s)}" for d, s in ds) for t, ds in record["defects"].items()) + ".",
               "Encodings: lossless (the exact render), `crf23` (H.264 yuv420p crf 23), `crf35_s0.75` (yuv420p crf 35 after "
@@ -690,6 +721,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="two tiny held-out cases, one defect per track (minutes)")
     ap.add_argument("--tracks", default="physics,geometry,interaction,longvideo", help="tracks to measure")
     ap.add_argument("--cases", default="", help="comma-separated held-out case ids (default: all of the split)")
+    ap.add_argument("--tuning-suite", default=None, metavar="SUITE",
+                    help="measure a TUNING-split suite instead (a folder of scenarios/suites or bench/suites, or its "
+                         "name, e.g. physics_tune): the loop to tune a track on; its report is marked as such and is "
+                         "never an acceptance figure")
     ap.add_argument("--record", default=None, help="also copy the report to bench/records/NAME.{json,md,png}")
     ap.add_argument("--baselines", action="store_true", help="the baseline-order mode instead (acceptance 3)")
     ap.add_argument("--baseline-suites", nargs="+", default=["smoke:0,1,2", "standard:0"], metavar="SUITE:SEEDS[:K]",
@@ -720,22 +755,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracks = [t.strip() for t in args.tracks.split(",") if t.strip()]
     versions = _track_versions(tracks)
     defects = QUICK_DEFECTS if args.quick else DEFECTS
-    cases = heldout_cases(args.quick, [c for c in args.cases.split(",") if c])
+    suite_dir = tuning_suite_dir(args.tuning_suite) if args.tuning_suite else None
+    cases = heldout_cases(args.quick, [c for c in args.cases.split(",") if c], suite_dir)
     variants = prepare(out, cases, tracks, defects)
     suites = write_suites(out, variants, tracks)
     dirs = encode_all(out, variants)
-    print(f"{len(cases)} held-out cases, {len(variants)} videos x {len(dirs)} encodings; scoring", flush=True)
+    print(f"{len(cases)} {'TUNING-split' if suite_dir is not None else 'held-out'} cases, {len(variants)} videos x {len(dirs)} encodings; scoring", flush=True)
     records = score(out, suites, dirs, variants)
     stats = statistics(records)
     record = {
-        "mode": "quick" if args.quick else "full", "git": git, "date": date, "command": command,
+        "mode": ("tuning split: " + str(suite_dir.relative_to(ROOT))) if suite_dir is not None
+        else "quick" if args.quick else "full", "git": git, "date": date, "command": command,
         "seconds": time.perf_counter() - t0, "track_versions": versions,
         "splits": {k: [str(p.relative_to(ROOT)) for p in v] for k, v in SPLITS.items()},
         "cases": [{"id": c.id, "generator": c.metadata.get("generator"), "params": c.metadata.get("params"),
                    "tracks": [t for t in c.tracks if t in tracks]} for c in cases],
         "defects": {t: [[d, list(s)] for d, s in defects[t]] for t in tracks},
         "encodings": {k: v for k, v in ENCODINGS.items()}, "statistics": stats,
-        "clean_scores": clean_scores(records), "runs": RUNS, "records": records,
+        "clean_scores": clean_scores(records), "runs": RUNS, "skipped": SKIPPED, "records": records,
     }
     js, md, png = write_report(out, record)
     print(md.read_text())
