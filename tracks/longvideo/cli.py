@@ -12,8 +12,8 @@ per-chunk prompts) or ``--videos DIR`` (``<id>.mp4`` files, i.e. ``videos:DIR``)
 from ``--prompts FILE`` (a slice JSON, see :mod:`tracks.longvideo.lvbench`) or a bundled
 ``--slice`` (``ci``, ``mini``). Writes ``<out>/videos/<id>.mp4``, ``<out>/lvbench_results.json``
 and prints VDE per signal with what computed it: LV-Bench's published model when its local weights
-are given with ``--option longvideo.<key>=PATH`` (``musiq_path``, ``clip_path``, ``aesthetic_clip_path``,
-``aesthetic_head``, ``dino_path``, ``raft_path``; :mod:`tracks.longvideo.learned`), else the model-free
+are given with ``--option longvideo.<key>=PATH`` (``musiq_path``, ``amt_path``, ``clip_path``,
+``aesthetic_clip_path``, ``aesthetic_head``, ``dino_path``, ``raft_path``; :mod:`tracks.longvideo.learned`), else the model-free
 fallback. ``--ci`` writes tiny random-init checkpoints of every available architecture
 (:mod:`tracks.longvideo.tiny_weights`) and scores with them, so every signal's code path runs. The exit
 status is non-zero when any video could not be generated or scored, so CI fails when the pipeline breaks.

@@ -10,8 +10,9 @@ signal        option(s)                published computation per chunk (all fram
 clarity       ``musiq_path``           MUSIQ imaging quality (pyiqa's ``MUSIQ`` architecture, SPAQ
                                        checkpoint): frames scaled to a longer side <= 512
                                        (VBench ``transform(..., 'longer')``), ``/255``, mean score
-motion        (none)                   AMT-S frame interpolation (VBench ``MotionSmoothness``): not
-                                       available here, see :data:`UNAVAILABLE`
+motion        ``amt_path``             VBench ``MotionSmoothness``: AMT-S (:mod:`tracks.longvideo.amt`)
+                                       interpolates each odd frame from its even neighbours; value
+                                       (255 - mean |frame - interpolation|) / 255 over the chunk
 aesthetic     ``aesthetic_head`` +     LAION predictor (``nn.Linear(768, 1)``) on unit-norm CLIP
               ``aesthetic_clip_path``  ViT-L/14 image embeddings (VBench ``clip_transform(224)``),
               (or ``clip_path``)       mean of ``score / 10``
@@ -29,7 +30,8 @@ CLIP and DINO are loaded with ``transformers`` (the Hub's ``openai/clip-vit-base
 ``openai/clip-vit-large-patch14`` and ``facebook/dino-vitb16`` folders are ports of the checkpoints
 LV-Bench loads through ``clip`` and ``torch.hub``); RAFT with ``torchvision`` (``raft_large``'s
 ``C_T_V1`` weights are the original ``raft-things.pth``); MUSIQ with ``pyiqa``'s architecture
-(``pip install --no-deps pyiqa``: its declared dependencies are not needed for the architecture).
+(``pip install --no-deps pyiqa``: its declared dependencies are not needed for the architecture);
+AMT-S with this project's own implementation of VBench's architecture (``amt-s.pth`` loads as is).
 Torch files are read with ``weights_only=True``.
 
 A signal whose option is absent, whose package is missing or whose weights do not load keeps its
@@ -59,17 +61,10 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 BATCH = 32  # frames per forward (VBench's aesthetic batch size)
 
-# Published signals with no loader here, and why (the track reports this as the fallback reason).
-UNAVAILABLE: dict[str, str] = {
-    "motion": ("AMT-S (VBench motion smoothness) ships only inside the vbench package "
-               "(vbench/third_party/amt), which pins numpy<2 and transformers==4.33.2 and does not "
-               "install beside this project; its architecture is not reproduced here yet"),
-}
-
 # signal -> the options that switch it to its published model
 SIGNAL_OPTIONS: dict[str, tuple[str, ...]] = {
     "clarity": ("musiq_path",),
-    "motion": (),
+    "motion": ("amt_path",),
     "aesthetic": ("aesthetic_head", "aesthetic_clip_path"),
     "background": ("clip_path",),
     "subject": ("dino_path",),
@@ -385,8 +380,8 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
     """Per-chunk functions of the published signals whose local weights are given in ``options``.
 
     Args:
-        options: track options (``longvideo.musiq_path``, ``clip_path``, ``aesthetic_clip_path``,
-            ``aesthetic_head``, ``dino_path``, ``raft_path``).
+        options: track options (``longvideo.musiq_path``, ``amt_path``, ``clip_path``,
+            ``aesthetic_clip_path``, ``aesthetic_head``, ``dino_path``, ``raft_path``).
         device: torch device for the models.
         fps: the video's frame rate (the dynamic degree samples ~8 fps as VBench does).
     """
@@ -421,8 +416,16 @@ def build_learned_signals(options: Mapping[str, Any], device: str = "cpu", fps: 
         load("clarity", "musiq_path", make_musiq)
     else:
         fallback("clarity", not_given("clarity"))
-    # motion: AMT (unavailable)
-    fallback("motion", UNAVAILABLE["motion"])
+    # motion: AMT-S (VBench motion smoothness)
+    if opt["amt_path"]:
+        def make_amt() -> tuple[Callable[[np.ndarray], float], str]:
+            from tracks.longvideo.amt import MotionSmoothness
+
+            m = cached(MotionSmoothness, _exists(opt["amt_path"], "amt_path"), device)
+            return m, m.name
+        load("motion", "amt_path", make_amt)
+    else:
+        fallback("motion", not_given("motion"))
     # background: CLIP (ViT-B/32 in LV-Bench)
     clip: ClipImageEncoder | None = None
     if opt["clip_path"]:

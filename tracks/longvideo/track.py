@@ -34,7 +34,7 @@ class LongVideoTrack(Track):
     Options (``ctx.option``):
         ``longvideo.num_chunks`` (10), ``longvideo.max_side`` (128 px analysis size),
         ``longvideo.frame_stride`` (1), ``longvideo.signals`` (comma list),
-        ``longvideo.musiq_path`` / ``clip_path`` / ``aesthetic_clip_path`` / ``aesthetic_head`` /
+        ``longvideo.musiq_path`` / ``amt_path`` / ``clip_path`` / ``aesthetic_clip_path`` / ``aesthetic_head`` /
         ``dino_path`` / ``raft_path`` (local weights for LV-Bench's published signals, see
         :mod:`tracks.longvideo.learned`; each ``vde_*`` metric's ``details.provenance`` says what computed it).
 

@@ -72,11 +72,12 @@ def test_ci_job_table_lists_the_six_vde_variants_with_their_provenance(standin, 
     mean = json.loads((tmp_path / "lvbench_results.json").read_text())["mean"]
     table = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip().startswith("vde_")}
     assert sorted(table) == sorted(f"vde_{s}" for s in ("clarity", "motion", "aesthetic", "background", "subject", "dynamic"))
-    fallback = {"vde_motion"} | ({"vde_clarity"} if importlib.util.find_spec("pyiqa") is None else set())
+    fallback = {"vde_clarity"} if importlib.util.find_spec("pyiqa") is None else set()
     for name, line in table.items():
         kind = "fallback: " if name in fallback else "weights: "
         assert kind in line and mean[name]["provenance"].startswith(kind), (name, line)
     assert "tiny_weights" in table["vde_dynamic"] and "raft_small" in table["vde_dynamic"]
+    assert "AMT-S" in table["vde_motion"] and "amt-s.pth" in table["vde_motion"]
 
 
 def test_ci_job_fails_when_the_model_breaks_or_is_missing(tmp_path, capsys):

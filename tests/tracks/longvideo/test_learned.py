@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tracks.longvideo.learned import UNAVAILABLE, build_learned_signals, load_linear_stack
+from tracks.longvideo.learned import build_learned_signals, load_linear_stack
 from worldolympiad.track import EvalContext
 from worldolympiad.types import Case, Video, even_chunks
 
@@ -48,14 +48,21 @@ def test_track_runs_every_available_signal_on_weights_and_says_so(tiny, synth, t
     opts, skipped = tiny
     if "clarity" in skipped:
         pytest.skip(skipped["clarity"])
-    out = _evaluate(synth.pan_video(20, size=32, oscillate=True), opts, tmp_path)
+    out = _evaluate(synth.pan_video(30, size=32, oscillate=True), opts, tmp_path)  # 3 frames a chunk (AMT's minimum)
     assert all(m.status == "ok" for m in out.metrics), out.errors
     vde = {m.name[4:]: m.details for m in out.metrics if m.name.startswith("vde_")}
     assert sorted(vde) == sorted(SIX)
-    for s in ("clarity", "aesthetic", "background", "subject", "dynamic"):
+    for s in SIX:
         assert vde[s]["source"] == "learned" and vde[s]["provenance"].startswith("weights: "), (s, vde[s])
-    assert vde["motion"]["source"] == "model-free"
-    assert vde["motion"]["provenance"].startswith("fallback: ") and UNAVAILABLE["motion"] in vde["motion"]["provenance"]
+    assert vde["motion"]["provenance"] == f"weights: AMT-S (VBench motion smoothness) from {opts['longvideo.amt_path']}"
+
+
+def test_motion_on_chunks_of_two_frames_fails_with_the_reason(tiny, synth, tmp_path):
+    opts, _ = tiny
+    out = _evaluate(synth.pan_video(20, size=32), {"longvideo.amt_path": opts["longvideo.amt_path"]}, tmp_path)
+    motion = next(m for m in out.metrics if m.name == "vde_motion")
+    assert motion.status == "failed" and "at least 3 frames per chunk" in motion.reason, motion
+    assert all(m.status == "ok" for m in out.metrics if m.name != "vde_motion")
 
 
 def test_without_weights_every_signal_falls_back_with_its_reason_and_the_numbers_are_the_model_free_ones(synth, tmp_path):
