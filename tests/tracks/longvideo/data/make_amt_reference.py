@@ -14,8 +14,10 @@ Reproduce (the upstream files are imported from an extracted copy; nothing of th
     python -m venv --system-site-packages /tmp/amtref/venv && /tmp/amtref/venv/bin/pip install omegaconf
     PYTHONPATH=. /tmp/amtref/venv/bin/python tests/tracks/longvideo/data/make_amt_reference.py /tmp/amtref/LV-Bench
 
-(``github:alibaba-damo-academy/Inferix`` ``LV-Bench/`` is LV-Bench's code; its ``vbench/third_party/amt``
-is byte-identical to ``github:Vchitect/VBench`` 45e79ec's.) Only ``vbench/__init__.py`` and
+(``github:alibaba-damo-academy/Inferix`` ``LV-Bench/`` is LV-Bench's code; the AMT files it runs,
+``networks/AMT-S.py``, ``networks/blocks/*`` and ``utils/*``, are byte-identical to ``github:Vchitect/VBench``
+45e79ec's, and its ``motion_score`` is VBench's plus accepting an array of frames, as LV-Bench's
+``metrics.py`` passes each chunk.) Only ``vbench/__init__.py`` and
 ``vbench/utils.py`` are not imported: they pull in decord, clip and the other dimensions; the module
 objects stand in for them (``motion_smoothness`` imports ``load_dimension_info`` from ``vbench.utils``
 but does not call it on this path).
@@ -96,7 +98,8 @@ def main(root: str, out_dir: str) -> None:
     np.savez_compressed(out / "amt_s_reference.npz", score_names=np.array(list(scores)),
                         scores=np.array(list(scores.values())), mid_sub=mids_arr[:, ::SUB, ::SUB].astype(np.float32),
                         mid_sum=mids_arr.sum(axis=(1, 2, 3)), mid_sq_sum=(mids_arr ** 2).sum(axis=(1, 2, 3)))
-    (out / "amt_s_state_dict.json").write_text(json.dumps({"upstream": UPSTREAM, "state_dict": layout}, indent=0) + "\n")
+    rows = ",\n".join(json.dumps(r) for r in layout)  # one tensor a line
+    (out / "amt_s_state_dict.json").write_text(f'{{"upstream": {json.dumps(UPSTREAM)},\n"state_dict": [\n{rows}\n]}}\n')
     print(json.dumps({"scores": scores, "params": sum(int(np.prod(s)) for _, s in layout), "tensors": len(layout)}))
 
 
