@@ -89,3 +89,17 @@ def test_weights_that_do_not_load_are_reported_and_fall_back(tmp_path):
     assert any(e.startswith("longvideo.raft_path: ") for e in got.errors)
     assert got.provenance["subject"].startswith("fallback: model-free SSIM consistency (longvideo.dino_path did not load")
     assert got.provenance["dynamic"].startswith("fallback: ")
+
+
+def test_every_weight_option_is_declared_in_track_yaml():
+    from pathlib import Path
+
+    import yaml
+
+    from tracks.longvideo.learned import SIGNAL_OPTIONS
+
+    declared = yaml.safe_load((Path(__file__).parents[3] / "tracks" / "longvideo" / "track.yaml").read_text())["options"]
+    assert set(SIGNAL_OPTIONS) == set(SIX) and SIGNAL_OPTIONS["motion"] == ("amt_path",)
+    for keys in SIGNAL_OPTIONS.values():
+        for k in keys:
+            assert declared[k]["type"] == "path" and declared[k]["default"] is None, k
