@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tracks.interaction.actions import AmbiguousActionError, UnknownActionError, agent_appearance, expected_motion
+from tracks.interaction.following import REFERENCE_MOVES, chunk_response
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, Chunk, MetricValue, Video
@@ -81,6 +82,10 @@ class InteractionTrack(Track):
             follow = self._following(frames, case, chunks, ref, spec, errors, details)
         metrics += follow
 
+        with ctx.timed("world_response"):
+            response = chunk_response(frames, ref, chunks) if ref is not None else None
+            metrics.append(self._response(response, spec, details))
+
         with ctx.timed("transitions"):
             metrics += self._transitions(frames, chunks, ctx, spec, scorer, details)
 
@@ -89,8 +94,8 @@ class InteractionTrack(Track):
 
         still = _stillness(details)
         frozen_vs_reference = False
-        if still is None and ref is not None:
-            still = _still_against_reference(frames, ref)
+        if still is None and response is not None:
+            still = _still_against_reference(response)
             frozen_vs_reference = still is not None
         if still is not None:
             # A video that never moves where its actions ask for motion has no transitions to smooth and
@@ -202,6 +207,19 @@ class InteractionTrack(Track):
             out.append(spec["response_delay"].not_applicable("no moving action chunk to time the response on"))
         return out
 
+    @staticmethod
+    def _response(response: dict[str, Any] | None, spec: TrackSpec, details: dict[str, Any]) -> MetricValue:
+        if response is None:
+            return spec["world_response"].not_applicable(
+                "no reference video of this case's shape: nothing says in which chunks the world moves")
+        details["world_response"] = response
+        if response["share"] is None:
+            return spec["world_response"].not_applicable(
+                "the reference moves in none of the chunks (median frame change under "
+                f"{REFERENCE_MOVES} grey levels): nothing to respond to")
+        return spec["world_response"].value(response["share"], {"moving_chunks": response["moving"],
+                                                                 "responded": response["responded"]})
+
     def _transitions(self, frames: np.ndarray, chunks: tuple[Chunk, ...], ctx: EvalContext, spec: TrackSpec,
                      scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
         from tracks.interaction.transitions import SEAM_THRESHOLD, analyze_transitions
@@ -310,21 +328,21 @@ def _stillness(details: dict[str, Any]) -> str | None:
             "magnitude_error score it)")
 
 
-#: a video whose median frame-to-frame change is below this share of its reference's stands still.
-STILL_SHARE = 0.1
+def _still_against_reference(response: dict[str, Any]) -> str | None:
+    """Why the video stands still where its reference moves (it responds in none of the chunks in which
+    the reference moves, :func:`~tracks.interaction.following.chunk_response`), else ``None``.
 
-
-def _still_against_reference(frames: np.ndarray, ref: np.ndarray) -> str | None:
-    """Why the video stands still where its reference moves (median motion energy under
-    :data:`STILL_SHARE` of the reference's, which is at least half a grey level), else ``None``."""
-    from tracks.interaction.following import motion_energy
-
-    e_ref = float(np.median(motion_energy(ref)))
-    e_gen = float(np.median(motion_energy(frames)))
-    if e_ref < 0.5 or e_gen >= STILL_SHARE * e_ref:
+    Chunk by chunk, not over the whole video (version 8 took the median change of all frames): a video
+    that froze four chunks of six was "still" and capped like one that froze all of them
+    (issue 56: ties between defect strengths)."""
+    if not response["moving"] or response["responded"]:
         return None
-    return (f"the video stands still (median change {e_gen:.2f} grey levels a frame) where its reference moves "
-            f"({e_ref:.2f}): a still video has no transitions, identity changes or response delay to judge")
+    per = [p for p in response["per_chunk"] if p["responds"] is not None]
+    ref_e = float(np.median([p["reference"] for p in per]))
+    gen_e = float(np.median([p["video"] for p in per]))
+    return (f"the video stands still (median change {gen_e:.2f} grey levels a frame) in all {len(per)} chunk(s) "
+            f"where its reference moves ({ref_e:.2f}): a still video has no transitions, identity changes or "
+            "response delay to judge")
 
 
 def _fit_reference(ref: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
