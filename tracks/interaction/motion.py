@@ -296,6 +296,7 @@ def _track_likelihood(lik: np.ndarray, static: np.ndarray | None = None, start: 
         moving = lik[t][~static] if static is not None and static.any() else lik[t]
         peak = float(moving.max()) if moving.size and moving.max() > 0 else float(lik[t].max())
         out: list[tuple[float, np.ndarray, int, np.ndarray]] = []
+        found: list[tuple[float, np.ndarray, int, np.ndarray, float]] = []
         if peak > 0:
             m = (lik[t] >= HALF_MAXIMUM * peak).astype(np.uint8)
             n, labels, stats, cents = cv2.connectedComponentsWithStats(m)
@@ -306,9 +307,13 @@ def _track_likelihood(lik: np.ndarray, static: np.ndarray | None = None, start: 
                 mass = float(lik[t][comp].max())
                 if static is not None and static[comp].mean() >= 0.5:
                     mass *= STATIC_WEIGHT
-                out.append((mass, cents[i], int(stats[i, cv2.CC_STAT_AREA]), comp))
-            out.sort(key=lambda c: -c[0])
-            out = out[:MAX_CANDIDATES]
+                # equal peaks (every pixel fully explained scores 1) are told apart by the likelihood the
+                # component holds in all: a 3 x 3 px cube, not the first six 1 px specks of a gravel floor
+                # that passed as its dark colour in label order (issue 56: robotics place, the cube was cut)
+                support = float(lik[t][comp].sum())
+                found.append((mass, cents[i], int(stats[i, cv2.CC_STAT_AREA]), comp, support))
+            found.sort(key=lambda c: (-c[0], -c[4]))
+            out = [(m_, c, a, comp) for m_, c, a, comp, _ in found[:MAX_CANDIDATES]]
             best = out[0][0] if out else 1.0
             out = [(m_ / best, c, a, comp) for m_, c, a, comp in out]
         cands.append(out)
