@@ -84,24 +84,58 @@ def typical_dv(v: np.ndarray) -> float:
     return float(np.median(dv)) if len(dv) else 0.0
 
 
+def _trend_residual(v: np.ndarray) -> np.ndarray:
+    """Per step ``t``, the velocity change ``v[t] - v[t-1]`` minus the change the motion around it
+    has (the median change over steps ``t±2`` and ``t±3``, outside the contact's own two steps).
+
+    In free flight every step changes velocity by the same gravity share, so the residual is
+    pixel noise at any frame rate; a contact (landing, bounce, hit) stands out. A global median
+    change (the old yardstick) is too small where most of a clip is a steady roll or rest, and at
+    low frame rates every flight step then looked like a contact. ``v`` is ``[n]`` or ``[n, 2]``;
+    the result has ``v``'s shape with row 0 nan."""
+    vv = v.reshape(len(v), -1)
+    acc = np.full_like(vv, np.nan)
+    acc[1:] = vv[1:] - vv[:-1]
+    out = np.full_like(vv, np.nan)
+    for t in range(1, len(vv)):
+        ctx = [acc[k] for k in (t - 3, t - 2, t + 2, t + 3) if 1 <= k < len(vv) and np.all(np.isfinite(acc[k]))]
+        trend = np.median(np.stack(ctx), axis=0) if ctx else np.zeros(vv.shape[1])
+        out[t] = acc[t] - trend
+    return out.reshape(v.shape)
+
+
+def _noise_dv(res: np.ndarray, v: np.ndarray) -> float:
+    """Median size of the trend residual while moving (pixel noise on the velocity change)."""
+    r = np.abs(res) if res.ndim == 1 else np.linalg.norm(res, axis=1)
+    sp = np.abs(v) if v.ndim == 1 else np.linalg.norm(v, axis=1)
+    moving = np.zeros(len(v), bool)
+    moving[1:] = (sp[1:] > REST_SPEED) | (sp[:-1] > REST_SPEED)
+    r = r[moving & np.isfinite(r)]
+    return float(np.median(r)) if len(r) else 0.0
+
+
 def contacts(y: np.ndarray, fps: float) -> list[int]:
-    """Frames where vertical velocity changes abruptly (> 3x the typical change and more than
-    half the speed before): landings, bounces, hits — where free flight ends."""
+    """Frames where vertical velocity changes abruptly against the motion around it (> 3x the
+    noise of that change, and more than half the speed before): landings, bounces, hits — where
+    free flight ends. See :func:`_trend_residual`."""
     v = np.diff(y) * fps
-    typical = typical_dv(v)
+    res = _trend_residual(v)
+    noise = _noise_dv(res, v)
     out = []
     for t in range(1, len(v)):
-        if np.isnan(v[t - 1]) or np.isnan(v[t]):
+        if np.isnan(v[t - 1]) or np.isnan(v[t]) or np.isnan(res[t]):
             continue
-        jump = abs(v[t] - v[t - 1])
-        if jump > 3 * typical and jump > 0.5 * max(abs(v[t - 1]), abs(v[t])) and max(abs(v[t - 1]), abs(v[t])) > REST_SPEED:
+        jump = abs(res[t])
+        fast = max(abs(v[t - 1]), abs(v[t]))
+        if jump > 3 * noise and jump > 0.5 * fast and fast > REST_SPEED:
             out.append(t)
     return out
 
 
 def collisions(cen: np.ndarray, fps: float) -> list[int]:
-    """Frames where an object's 2-D velocity changes abruptly: the change exceeds 3x the
-    typical frame-to-frame change and half the speed on the faster side, which is above rest.
+    """Frames where an object's 2-D velocity changes abruptly against the motion around it (the
+    :func:`_trend_residual`, so a parabola at 8 fps is not a string of contacts): the change
+    exceeds 3x its noise and half the speed on the faster side, which is above rest.
     The change may be spread over two frames (the contact fell between them).
 
     This sees collisions in any direction — a landing that stops a fall, a ball knocked from
@@ -110,16 +144,17 @@ def collisions(cen: np.ndarray, fps: float) -> list[int]:
     """
     v = np.diff(cen, axis=0) * fps  # v[t] = motion from frame t to t+1
     sp = np.linalg.norm(v, axis=1)
-    typical = typical_dv(v)
+    res = _trend_residual(v)
+    noise = _noise_dv(res, v)
     out: list[int] = []
     for t in range(1, len(v)):
         # A contact between two frames spreads the change over two steps: also compare across one
         # (fmax skips the side that is unseen).
-        jump, fast = float(np.linalg.norm(v[t] - v[t - 1])), float(np.fmax(sp[t - 1], sp[t]))
+        jump, fast = float(np.linalg.norm(res[t])), float(np.fmax(sp[t - 1], sp[t]))
         if t + 1 < len(v):
-            jump = float(np.fmax(jump, np.linalg.norm(v[t + 1] - v[t - 1])))
+            jump = float(np.fmax(jump, np.linalg.norm(res[t] + res[t + 1])))
             fast = float(np.fmax(fast, sp[t + 1]))
-        abrupt = np.isfinite(jump) and fast > REST_SPEED and jump > 3 * typical and jump > 0.5 * fast
+        abrupt = np.isfinite(jump) and fast > REST_SPEED and jump > 3 * noise and jump > 0.5 * fast
         if abrupt and (not out or out[-1] < t - 1):  # one event per contact
             out.append(t)
     return out

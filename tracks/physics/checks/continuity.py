@@ -33,11 +33,15 @@ from tracks.physics.checks import (
     rule_dimension,
 )
 
-VERSION = "3"
+VERSION = "4"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
 SAME_BODY = 1.5
+#: the same for a consumed body followed through frames where it touches another object.
+TOUCHING_SAME_BODY = 1.15
+#: extra tolerance (frame heights) on that path: a touching neighbour shifts the centroid a little.
+TOUCHING_SLACK = 0.05
 #: an excess this small (frame heights) lowers the score but does not fail the rule.
 DEAD_ZONE = 0.02
 
@@ -50,7 +54,8 @@ def steps(cen: np.ndarray) -> np.ndarray:
     return np.abs(np.diff(cen[idx], axis=0)) / np.diff(idx)[:, None]
 
 
-def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None) -> tuple[float, int | None]:
+def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
+                same_body: float = 1.5) -> tuple[float, int | None]:
     """Largest unexplained step of a centroid path ``[T, 2]`` (same units as ``cen``) and its frame.
 
     Steps are per frame between successive sightings (a gap's step is divided by its length).
@@ -71,7 +76,7 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None) -> 
             continue
         if area is not None:
             a0, a1 = float(area[idx[k]]), float(area[idx[k + 1]])
-            if max(a0, a1) > SAME_BODY * max(min(a0, a1), 1.0):
+            if max(a0, a1) > same_body * max(min(a0, a1), 1.0):
                 continue
         # Per axis: a bounce reverses the step along one axis (a residual up to that step's
         # size) and leaves the other alone; a sideways jump of a falling object stands out.
@@ -106,17 +111,24 @@ def run(inp: CheckInput) -> CheckResult:
     # Per track, not per name: an object of two bodies (two presses, two dye drops) is two paths.
     for tr in inp.tracks:
         n = tr.name or f"#{tr.id}"
-        if n not in names or int((tr.visible & ~tr.touching).sum()) < 3:
-            continue
-        if n in main and tr.id != main[n]:
-            continue  # a piece the consumed body shed, not the body
+        if n not in names or (n in main and tr.id != main[n]):
+            continue  # not followed, or a piece the consumed body shed, not the body
         # A partly hidden body's centroid is biased (behind an occluder, cut by the border):
         # only whole sightings make a path.
         whole = tr.visible & ~tr.touching
+        same_body, slack = SAME_BODY, 0.0
+        if n in consumed and int(whole.sum()) < 3:
+            # A consumed body can sit in what it becomes in every frame (ice in its melt water):
+            # then its sightings inside the frame make the path, and only steps across which its
+            # area holds (a teleport moves a body unchanged; an occluder eats a share of it) count.
+            # What it touches still biases its centroid a little (steam over boiling water): slack.
+            whole, same_body, slack = tr.visible & ~tr.at_border, TOUCHING_SAME_BODY, TOUCHING_SLACK
+        if int(whole.sum()) < 3:
+            continue
         cen = np.where(whole[:, None], tr.centroid, np.nan)
         area = np.where(whole, tr.area, np.nan)
-        tol = position_tolerance(inp, float(np.nanmedian(area)))
-        excess, at = jump_excess(cen / inp.height, tol, area)
+        tol = position_tolerance(inp, float(np.nanmedian(area))) + slack
+        excess, at = jump_excess(cen / inp.height, tol, area, same_body)
         key = n if n not in per else f"{n}#{tr.id}"
         per[key] = {"excess": excess, "frame": at, "tolerance": tol}
         worst = max(worst, excess)

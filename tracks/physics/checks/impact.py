@@ -25,7 +25,7 @@ from tracks.physics.checks import CheckInput, CheckResult, object_names, series,
 from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames, bounces, collisions, kinetic_gain, speed2d
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "3"
+VERSION = "4"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
@@ -52,9 +52,24 @@ def at_rest_at_end(y: np.ndarray, fps: float, frames: int = 3) -> bool:
     return len(tail) > frames and bool(np.all(np.abs(np.diff(tail)) * fps < REST_SPEED))
 
 
+#: a mask under this share of the object's typical area is partly hidden: its centroid is biased.
+WHOLE_AREA = 0.75
+
+
+def whole_centroids(tracks: list[ObjectTrack], name: str, T: int) -> np.ndarray:
+    """Centroids ``[T, 2]`` (pixels) where ``name`` is seen whole: not cut by the border and not
+    partly hidden (area under :data:`WHOLE_AREA` of its median), else nan. A ball sliding behind
+    another drags its centroid along the occluder's edge: that is not a velocity change."""
+    cen, area, _ = series(tracks, name, clipped=False, T=T)
+    ok = np.isfinite(area)
+    if ok.any():
+        cen[ok & (area < WHOLE_AREA * float(np.nanmedian(area)))] = np.nan
+    return cen
+
+
 def contact_events(tracks: list[ObjectTrack], names: list[str], T: int, H: int, fps: float) -> tuple[int, float]:
     """(number of collision frames over the named objects, max kinetic gain across them)."""
-    cens = [series(tracks, n, clipped=False, T=T)[0] / H for n in names]
+    cens = [whole_centroids(tracks, n, T) / H for n in names]
     speeds2 = [speed2d(c, fps)[1:] ** 2 for c in cens]
     frames = sorted({t for c in cens for t in collisions(c, fps)})
     gains = [g for t in frames if (g := kinetic_gain(speeds2, t)) is not None]
