@@ -122,7 +122,7 @@ class GeometryTrack(Track):
 
         # ---- camera trajectory vs reference poses
         with ctx.timed("camera_metrics"):
-            metrics += self._camera(video, case, ctx, rec, idx, usable, failure, specs, camera_metrics, CAMERA_NAMES)
+            metrics += self._camera(video, case, ctx, rec, idx, masks, usable, failure, specs, camera_metrics, CAMERA_NAMES)
 
         # ---- splat fit and held-out views
         renders_for_judge: list[np.ndarray] = []
@@ -163,8 +163,9 @@ class GeometryTrack(Track):
         }
         return TrackOutput(metrics=metrics, score=score, coverage=coverage, artifacts=artifacts, errors=errors)
 
-    def _camera(self, video: Video, case: Case, ctx: EvalContext, rec: Any, idx: np.ndarray, usable: bool,
-                failure: str | None, specs: dict, camera_metrics: Any, names: tuple[str, ...]) -> list[MetricValue]:
+    def _camera(self, video: Video, case: Case, ctx: EvalContext, rec: Any, idx: np.ndarray, masks: np.ndarray | None,
+                usable: bool, failure: str | None, specs: dict, camera_metrics: Any,
+                names: tuple[str, ...]) -> list[MetricValue]:
         mode = str(self._opt(ctx, "reference_poses"))
         ref_poses: np.ndarray | None = None
         ref_valid = np.ones(len(idx), bool)
@@ -198,6 +199,21 @@ class GeometryTrack(Track):
             source = "reference video SfM"
         if not usable:
             return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
+        from tracks.geometry.trajectory import reference_motion
+
+        if ref_valid.sum() >= 3 and reference_motion(ref_poses[ref_valid]) == "rotation":
+            # A camera that turns in place gives SfM no baseline: its invented translation bends the
+            # rotations. Fit the turn-in-place model itself (tracks/geometry/turn.py).
+            from tracks.geometry.turn import fit_turn
+
+            with ctx.timed("turn_fit"):
+                fit = fit_turn(video.frames[idx], rec.K, masks, seed=ctx.seed)
+            both = fit.registered & ref_valid
+            if both.sum() < 3:
+                return [specs[n].failed(f"the turn-in-place fit placed only {int(both.sum())} of the frames with a "
+                                        "reference pose", floor=FAILURE_FLOOR) for n in names]
+            return camera_metrics(specs, fit.poses()[both], ref_poses[both], source,
+                                  coverage=float(both.sum()) / max(1, int(ref_valid.sum())), turn=fit.details)
         both = rec.registered & ref_valid
         if both.sum() < 3:
             return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses", floor=FAILURE_FLOOR) for n in names]

@@ -237,7 +237,7 @@ class CameraScore:
     """The WorldOlympiad-style bounded camera score (REFERENCE.md §A), each part in [0, 1]."""
 
     score: float
-    translation: float
+    translation: float | None  # None in "rotation" mode: a turn in place has no path to compare
     rotation: float
     mode: str  # "static" | "rotation" | "moving"
     parts: dict[str, float]
@@ -248,12 +248,26 @@ def relative_to_first(poses: np.ndarray) -> np.ndarray:
     return np.linalg.inv(poses[0]) @ poses
 
 
+#: A reference path at most this long (its units) does not move; one that also turns at most
+#: ``STATIC_ROT_DEG`` is static, one that turns more turns in place.
+STATIC_PATH = 0.02
+STATIC_ROT_DEG = 2.0
+
+
+def reference_motion(ref: np.ndarray, *, static_path: float = STATIC_PATH, static_rot_deg: float = STATIC_ROT_DEG) -> str:
+    """``"static"``, ``"rotation"`` (turns in place) or ``"moving"``: what the reference camera ``[T, 4, 4]`` does."""
+    ref_r = relative_to_first(ref)
+    if path_length(ref_r) > static_path:
+        return "moving"
+    return "static" if float(rotation_angle_deg(ref_r[:, :3, :3]).max()) <= static_rot_deg else "rotation"
+
+
 def camera_score(
     est: np.ndarray,
     ref: np.ndarray,
     *,
-    static_path: float = 0.02,
-    static_rot_deg: float = 2.0,
+    static_path: float = STATIC_PATH,
+    static_rot_deg: float = STATIC_ROT_DEG,
     static_trans_scale: float = 3.0,
     static_rot_scale_deg: float = 5.0,
     rot_scale_deg: float = 6.0,
@@ -268,6 +282,11 @@ def camera_score(
       is summed in its own units — for SfM poses that is COLMAP's arbitrary scale, which is why
       an unreconstructable static video is usually a recorded failure instead)
       ``exp(−Σ‖Δt‖/3) · exp(−Σθ/5°)`` over the estimate's consecutive steps.
+    * *turning in place* (path length ≤ ``static_path``, more rotation): the rotation term alone,
+      ``mean exp(−θ_i / 6°)``. The estimate's travel is not scored: with no reference path there is no
+      unit to measure it in (version 3 summed it in SfM's arbitrary unit as ``exp(−Σ‖Δt‖/3)``, 0.00 on
+      every clean sweep, whose SfM paths sum to 40-110 units). The track passes the orientations of
+      the turn-in-place fit (:mod:`tracks.geometry.turn`), where travel shows as orientation error.
     * *moving*: Sim(3)-align positions, then
       ``translation = 0.4·cos + 0.3·extent + 0.3·position`` where ``cos`` is the clipped cosine
       between the centred position sequences (path shape), ``extent`` is ``min/max`` of the two path lengths and
@@ -277,8 +296,8 @@ def camera_score(
     _check_pair(est, ref)
     est_r, ref_r = relative_to_first(est), relative_to_first(ref)
     ref_len = path_length(ref_r)
-    ref_rot = float(rotation_angle_deg(ref_r[:, :3, :3]).max())
-    if ref_len <= static_path and ref_rot <= static_rot_deg:
+    mode = reference_motion(ref, static_path=static_path, static_rot_deg=static_rot_deg)
+    if mode == "static":
         steps = np.linalg.norm(np.diff(est_r[:, :3, 3], axis=0), axis=1)
         # The estimate's unit is arbitrary (SfM); motion that should not exist is measured in
         # units of its own mean step length only when it is not already ~zero.
@@ -289,15 +308,11 @@ def camera_score(
         r_part = math.exp(-sum_rot / static_rot_scale_deg)
         return CameraScore(t_part * r_part, t_part, r_part, "static", {"sum_translation": sum_t, "sum_rotation_deg": sum_rot})
 
-    if ref_len <= static_path:
-        # Turning in place: no path to compare shapes with; penalise estimated travel as in the
-        # static case and score orientations as in the moving case.
-        steps = np.linalg.norm(np.diff(est_r[:, :3, 3], axis=0), axis=1)
-        t_part = math.exp(-float(steps.sum()) / static_trans_scale)
+    if mode == "rotation":
         theta = rotation_angle_deg(np.einsum("tji,tjk->tik", ref_r[:, :3, :3], est_r[:, :3, :3]))
         r_part = float(np.exp(-theta / rot_scale_deg).mean())
-        return CameraScore(0.5 * (t_part + r_part), t_part, r_part, "rotation",
-                           {"sum_translation": float(steps.sum()), "mean_rot_err_deg": float(theta.mean())})
+        return CameraScore(r_part, None, r_part, "rotation",
+                           {"mean_rot_err_deg": float(theta.mean()), "max_rot_err_deg": float(theta.max())})
 
     aligned, _ = align_trajectory(est_r, ref_r, with_scale=True)
     # Path shape: cosine between the centred position sequences (robust to per-step jitter,

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tracks.geometry import FAILURE_FLOOR
 from tracks.geometry.sfm import Reliability
-from tracks.geometry.trajectory import TrajectoryError, camera_score, path_length, trajectory_errors
+from tracks.geometry.trajectory import (
+    TrajectoryError,
+    camera_score,
+    path_length,
+    reference_motion,
+    rpe,
+    trajectory_errors,
+)
 from worldolympiad.trackspec import MetricSpec
 from worldolympiad.types import MetricValue
 
@@ -28,7 +37,8 @@ def rpe_delta(frame_idx: np.ndarray | None, fps: float | None) -> int:
 
 def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarray, source: str,
                    coverage: float = 1.0, reliability: Reliability | None = None,
-                   frame_idx: np.ndarray | None = None, fps: float | None = None) -> list[MetricValue]:
+                   frame_idx: np.ndarray | None = None, fps: float | None = None,
+                   turn: dict[str, Any] | None = None) -> list[MetricValue]:
     """All trajectory metrics of estimated vs reference camera-to-world poses ``[N, 4, 4]`` (matched frames).
 
     ATE is reported as a fraction of the reference path length (scale-free across cases); the
@@ -46,7 +56,14 @@ def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarra
     RPE translation is measured over about one second (:func:`rpe_delta` of ``frame_idx``, the matched
     poses' frame numbers, and ``fps``) as a fraction of the reference's displacement over the same
     span; RPE rotation over one step, in degrees.
+
+    ``turn`` (the fit's details) says ``est`` is the turn-in-place fit (:mod:`tracks.geometry.turn`) of a
+    video whose reference camera turns in place: RPE rotation and the camera score are measured on its
+    orientations, the SfM reliability verdict (about positions, which this fit does not use) does not
+    apply, and the position metrics are not applicable (the reference has no path).
     """
+    if turn is not None:
+        return _turn_metrics(specs, est, ref, source, coverage, turn)
     if reliability is not None and reliability.verdict == "unreliable":
         why = f"camera reconstruction unreliable: {reliability.reason}"
         out = [specs[n].not_applicable(why) for n in NAMES if n != "rpe_rot"]
@@ -83,4 +100,27 @@ def camera_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarra
         specs["rpe_rot"].value(err.rpe_rot_deg_mean, {**common, "rpe_rot_deg_rmse": err.rpe_rot_deg_rmse}),
         specs["camera_score"].value(cam.score * coverage, {"mode": cam.mode, "translation": cam.translation,
                                                            "rotation": cam.rotation, **cam.parts, **cover}),
+    ]
+
+
+def _turn_metrics(specs: dict[str, MetricSpec], est: np.ndarray, ref: np.ndarray, source: str, coverage: float,
+                  turn: dict[str, Any]) -> list[MetricValue]:
+    """Camera metrics of the turn-in-place fit ``est`` against a reference that turns in place."""
+    motion = reference_motion(ref)
+    if motion != "rotation":
+        raise ValueError(f"the turn-in-place fit is for a reference camera that turns in place; this one is {motion!r}")
+    why = "the reference camera turns in place: it has no path to measure positions against"
+    out = [specs[n].not_applicable(why) for n in ("ate_rmse", "ate_mean", "rpe_trans")]
+    try:
+        _, rot = rpe(est, ref, delta=1)
+        cam = camera_score(est, ref)
+    except TrajectoryError as e:
+        return [*out, *(specs[n].failed(f"trajectory comparison impossible: {e}", floor=FAILURE_FLOOR)
+                        for n in ("rpe_rot", "camera_score"))]
+    common = {"reference": source, "num_poses": len(ref), "camera_model": turn}
+    return [
+        *out,
+        specs["rpe_rot"].value(float(rot.mean()), {**common, "rpe_rot_deg_rmse": float(np.sqrt(np.mean(rot**2)))}),
+        specs["camera_score"].value(cam.score * coverage, {**common, "mode": cam.mode, "rotation": cam.rotation, **cam.parts,
+                                                           "coverage": coverage, "score_on_registered": cam.score}),
     ]
