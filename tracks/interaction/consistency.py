@@ -96,8 +96,9 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
     only the part of a difference beyond twice the within-chunk jitter counts: a lossy codec
     re-tints a 2 px sprite differently at every position (4:2:0 chroma blocks), and that noise
     is not a change of identity (version 2 counted it). The area term only counts when both areas
-    are at least ``MIN_AREA_PX`` pixels (a sprite of a few pixels changes area by resampling alone).
-    A chunk where the agent is never found scores 0.
+    are at least ``MIN_AREA_PX`` pixels (a sprite of a few pixels changes area by resampling alone),
+    the colour term unless both are smaller (a codec takes such a sprite's hue from its surroundings;
+    version 11). A chunk where the agent is never found scores 0.
     """
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
@@ -130,7 +131,15 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
             ratio = float(np.exp(-max(0.0, abs(np.log(d[0] / desc[0][0])) - ja)))
         else:
             ratio = 1.0
-        dc = 0.0 if d[1] is None or desc[0][1] is None else max(0.0, float(np.linalg.norm(d[1] - desc[0][1])) - jc)
+        # Colour, unless the component has under MIN_AREA_PX pixels in both chunks: 4:2:0 keeps one chroma
+        # sample per 2 x 2 pixels, so a sprite of a few pixels takes its hue from the background around it,
+        # and a codec blurs its brightness into its surroundings, differently at every position (issue 56:
+        # a clean Pong paddle at crf 35 x0.75 read as a change of identity in every chunk, 0.0 against 1.0
+        # lossless; brightness alone still did). Such a sprite's identity is that it is still found. A
+        # sprite that shrank to a speck of another colour is still compared.
+        big = max(d[0], desc[0][0]) >= MIN_AREA_PX
+        dc = 0.0 if d[1] is None or desc[0][1] is None or not big else \
+            max(0.0, float(np.linalg.norm(d[1] - desc[0][1])) - jc)
         sims.append(float(np.exp(-dc / color_scale) * np.sqrt(ratio)))
     return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "area+colour", "region": "agent",
             "jitter": {"colour": round(jc / 2.0, 3), "log_area": round(ja / 2.0, 4)}}

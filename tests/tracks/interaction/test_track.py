@@ -188,11 +188,13 @@ def test_the_reference_keeps_its_own_identity_and_a_swap_does_not(synth, generat
 
     Uncalibrated, the maze reference scored about 0.6 here - walking down a corridor changes the
     colours on screen - and a frozen first frame 1.0, so the metric rewarded ignoring the actions.
-    A video whose colours swap after the first chunk (RGB -> BGR) still loses.
+    A video whose colours swap after the first chunk (RGB -> GBR) still loses. Pong at 128 px: at 64 px
+    its paddle has 8 px, whose colour a codec takes from the background and version 10 no longer reads
+    (RGB -> BGR until then: it leaves the green paddle, R = B, as it was and only tinted its edges).
     """
-    case, ref = synth.game_case(generator, 0)
+    case, ref = synth.game_case(generator, 0, size=128 if generator == "gaming.atari_pong" else 64)
     swapped = ref.copy()
-    swapped[case.chunks[1].frame_start :] = swapped[case.chunks[1].frame_start :, ..., ::-1]
+    swapped[case.chunks[1].frame_start :] = swapped[case.chunks[1].frame_start :, ..., [1, 2, 0]]
     ctx = EvalContext(reference_loader=lambda: Video(ref, case.fps, chunks=case.chunks))
     scores = {}
     for name, frames in (("reference", ref), ("swapped", swapped)):

@@ -1,4 +1,5 @@
-"""The agent tracker keeps the right candidates (track version 10, issue 56).
+"""Small agents under users' encodings (issue 56): the tracker keeps the right candidates (track version 10),
+identity reads no colour that a codec cannot keep (version 11).
 
 On the tuning split's robot place (bench/suites/interaction_tune, itune-place-s406) the blue cube's track
 started on the cube and then followed 1 px dark specks of the gravel floor: every pixel that the model
@@ -44,3 +45,21 @@ def test_the_cube_is_followed_not_the_specks_of_its_dark_colour():
     assert np.all(m.areas == 16)
     # its motion is the cube's: one pixel a frame to the right
     assert np.allclose(m.translation[:, 0] * 64, 1.0, atol=0.05)
+
+
+def test_identity_reads_no_colour_on_a_sprite_of_a_few_pixels_in_both_chunks():
+    """Track version 11: a clean Pong paddle of 6-14 px at crf 35 x0.75 took its hue from the background
+    (identity 0.0 against 1.0 lossless, bench/suites/interaction_tune). Under MIN_AREA_PX in both chunks
+    the colour does not count; a sprite that was large in one of them is still compared in full."""
+    from tracks.interaction.consistency import MIN_AREA_PX, agent_identity_consistency
+    from worldolympiad.types import even_chunks
+
+    chunks = even_chunks(20, 2)
+    green, orange = np.array([92.0, 186.0, 92.0]), np.array([170.0, 120.0, 60.0])
+    colors = np.array([green] * 10 + [orange] * 10)
+    small = np.full(20, 6.0)
+    assert agent_identity_consistency(chunks, small, colors)["per_chunk"] == [1.0]
+    large_then_small = np.array([float(MIN_AREA_PX)] * 10 + [6.0] * 10)
+    assert agent_identity_consistency(chunks, large_then_small, colors)["per_chunk"][0] < 0.2
+    # the same colours on a large sprite: a change of identity, as before
+    assert agent_identity_consistency(chunks, np.full(20, 40.0), colors)["per_chunk"][0] < 0.2
