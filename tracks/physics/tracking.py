@@ -229,6 +229,10 @@ def track_objects(
     return [_finalize(lv, all_dets, T, H, W) for lv in sorted(finished, key=lambda lv: lv.tid)]
 
 
+#: frames a track's last motion is carried forward to decide that it left the view.
+EXIT_LOOKAHEAD = 2
+
+
 def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> ObjectTrack:
     cen = np.full((T, 2), np.nan)
     area = np.full(T, np.nan)
@@ -255,8 +259,10 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
         if nxt is not None:  # interpolate the box across the gap
             a = (t - prev) / (nxt - prev)
             box = (1 - a) * d_prev.bbox + a * lv.rows[nxt].bbox
-        else:
-            box = d_prev.bbox
+        else:  # after the last sighting: where its motion carries it in the next two frames (a
+            # ball flying out of view); no further, or a body that vanished mid-flight "exits" too
+            shift = lv.velocity * min(t - prev, EXIT_LOOKAHEAD)
+            box = d_prev.bbox + np.r_[shift, shift]
         state[t] = _explain(box, d_prev, all_dets[t], H, W)
     appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
     return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W), elong)
