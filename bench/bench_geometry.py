@@ -5,6 +5,7 @@ Usage::
     OMP_NUM_THREADS=2 python bench/bench_geometry.py speed     [--frames 48] [--size 128] [--budget 600]
     OMP_NUM_THREADS=2 python bench/bench_geometry.py validity  [--cases 3] [--size 64] [--frames 24] [--iters N]
     OMP_NUM_THREADS=2 python bench/bench_geometry.py all
+    OMP_NUM_THREADS=1 python bench/bench_geometry.py turn      [--suite bench/suites/geometry_tune]
 
 ``speed`` prints seconds per 48-frame 128 px video for SfM (pycolmap, known and estimated
 intrinsics; OpenCV fallback), ATE as a fraction of path length, registration rate, and the CPU
@@ -16,6 +17,11 @@ content_drift, frame_shuffle, scale_pumping) at several strengths on fly-through
 scenario package's ``flythrough.*`` generators when registered, else this track's exact
 synthetic fly-through) and prints the pair table, the fraction of (case, perturbation,
 strength) pairs the reference wins, and Spearman(score, strength) per perturbation.
+``turn`` measures the camera metrics alone (SfM and the track's camera stage, no splat fit) on the
+tuning split's turn-in-place maze sweeps (``bench/suites/geometry_tune``): each clean render, its two
+users' encodings, ``homography_jitter`` (0.5, 1, 2), ``frame_shuffle`` (0.25, 0.5, 1) and the same yaws
+turned about a pivot 0.1 / 0.3 m behind the camera (the camera travels); prints camera_score, rpe_rot and
+the mean orientation error per video, and how many (clean, defect) pairs camera_score orders right.
 Nothing here asserts on timings.
 """
 
@@ -202,9 +208,79 @@ def bench_validity(n_cases: int, size: int, frames_n: int, iters: int, strengths
         print(f"Spearman(strength, -score) {p:18s} mean {np.mean(r):+.2f}  per case {[round(x, 2) for x in r]}")
 
 
+def _pivot_frames(case, radius: float) -> np.ndarray:
+    """The maze case's yaws with the camera turning about a point ``radius`` m behind it (it travels)."""
+    import scenarios.gaming.maze as mz
+
+    p = case.metadata["params"]
+    grid, _, landmarks = mz.maze._world(int(case.metadata["seed"]), int(p["maze_size"]))
+    textures = mz.make_textures()
+    lms = [(pos, mz.LANDMARK_RADIUS, mz.LANDMARK_COLORS[name]) for name, pos in landmarks]
+    poses = case.camera.poses.copy()
+    poses[:, :3, 3] = poses[0, :3, 3] + radius * (poses[:, :3, 2] - poses[0, :3, 2])
+    h, w = case.resolution
+    return np.stack([mz.render_view(grid, textures, case.camera.K, P, h, w, lms)[0] for P in poses])
+
+
+def _shown(metric) -> str:
+    return f"{metric.raw:.3f}" if metric.status == "ok" else str(metric.status)
+
+
+def bench_turn(suite: str) -> None:
+    from scenarios.gaming.maze import maze
+    from scenarios.perturb import table
+    from scenarios.suites import suite_entries
+    from tracks.geometry.metrics.camera import NAMES, camera_metrics
+    from tracks.geometry.sfm import sample_frames
+    from tracks.geometry.track import GeometryTrack, track_spec
+    from worldolympiad.track import EvalContext
+    from worldolympiad.types import Video
+    from worldolympiad.video.io import encode_like_users, read_video
+
+    perturb = table()
+    specs = track_spec().metrics
+    wins = total = 0
+    print("| case | video | camera_score | rpe_rot (deg) | mean orientation error (deg) |\n|---|---|---|---|---|")
+    for e in suite_entries(suite):
+        case = maze.make_case(e.id, seed=e.seed, **e.params)
+        rendered = maze.render(case)
+        videos = {"clean": rendered.video.frames}
+        with tempfile.TemporaryDirectory() as d:
+            for name, crf, scale in (("crf23", 23, 1.0), ("crf35_s0.75", 35, 0.75)):
+                path = encode_like_users(Path(d) / f"{name}.mp4", rendered.video.frames, case.fps, crf=crf, scale=scale)
+                videos[name] = read_video(path).frames
+        for defect, strengths in (("homography_jitter", (0.5, 1.0, 2.0)), ("frame_shuffle", (0.25, 0.5, 1.0))):
+            for s in strengths:
+                videos[f"{defect}-{s:g}"] = perturb[defect].fn(rendered.video, case, s, np.random.default_rng(0),
+                                                               rendered).frames
+        for radius in (0.1, 0.3):
+            videos[f"pivot-{radius:g}m"] = _pivot_frames(case, radius)
+        scores = {}
+        for name, frames in videos.items():
+            video = Video(frames, case.fps)
+            with tempfile.TemporaryDirectory() as d:
+                track, ctx = GeometryTrack(), EvalContext(work_dir=d, options={})
+                idx = sample_frames(video.num_frames, int(track_spec().options["max_frames"]))
+                rec, masks = track._recover(ctx, video.frames[idx], idx, Path(d), track._case_K(case, video))
+                usable = rec.ok and int(rec.registered.sum()) >= 3
+                m = {x.name: x for x in track._camera(video, case, ctx, rec, idx, masks, usable, rec.failure, specs,
+                                                      camera_metrics, NAMES)}
+            cam, rot = m["camera_score"], m["rpe_rot"]
+            scores[name] = cam.normalized if cam.status == "ok" else None
+            print(f"| {e.id} | {name} | {_shown(cam)} | {_shown(rot)} | {cam.details.get('mean_rot_err_deg', float('nan')):.2f} |",
+                  flush=True)
+        for name in videos:
+            if name.startswith(("homography_jitter", "frame_shuffle", "pivot")):
+                total += 1
+                wins += scores["clean"] is not None and scores[name] is not None and scores["clean"] > scores[name]
+    print(f"camera_score: clean above the defect in {wins}/{total} (clean, defect) pairs (a missing score counts wrong)")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["speed", "validity", "all"])
+    ap.add_argument("what", choices=["speed", "validity", "all", "turn"])
+    ap.add_argument("--suite", default=str(Path(__file__).resolve().parent / "suites" / "geometry_tune"),
+                    help="turn: the tuning suite of turn-in-place cases")
     ap.add_argument("--frames", type=int, default=None)
     ap.add_argument("--size", type=int, default=None)
     ap.add_argument("--budget", type=float, default=600.0, help="splat fit wall-time budget (s)")
@@ -218,6 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING)
     if a.what in ("speed", "all"):
         bench_speed(a.frames or 48, a.size or 128, a.budget, a.log_every)
+    if a.what == "turn":
+        bench_turn(a.suite)
     if a.what in ("validity", "all"):
         from tracks.geometry.track import track_spec
 
