@@ -68,6 +68,8 @@ def rotation_between(b0: np.ndarray, b1: np.ndarray, focal: float, *, threshold_
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     n = len(b0)
+    if n < 2 or b1.shape != b0.shape:
+        raise ValueError(f"rotation_between needs two [N >= 2, 3] bearing arrays of one shape, got {b0.shape} and {b1.shape}")
     thr = threshold_px / focal
     a = rng.integers(0, n, size=iterations)
     b = (a + rng.integers(1, n, size=iterations)) % n  # a different second point
