@@ -132,6 +132,18 @@ def contacts(y: np.ndarray, fps: float) -> list[int]:
     return out
 
 
+def fill_single_gaps(cen: np.ndarray) -> np.ndarray:
+    """``cen`` ``[T, 2]`` with every one-frame gap between two sightings filled by their midpoint.
+    A contact often costs a lossy video's small ball its one frame (it merges with the floor or
+    its shadow); without the fill the velocity change that frame holds is never seen."""
+    out = cen.copy()
+    seen = np.isfinite(cen[:, 0])
+    for t in range(1, len(cen) - 1):
+        if not seen[t] and seen[t - 1] and seen[t + 1]:
+            out[t] = (cen[t - 1] + cen[t + 1]) / 2
+    return out
+
+
 def collisions(cen: np.ndarray, fps: float) -> list[int]:
     """Frames where an object's 2-D velocity changes abruptly against the motion around it (the
     :func:`_trend_residual`, so a parabola at 8 fps is not a string of contacts): the change
@@ -140,9 +152,12 @@ def collisions(cen: np.ndarray, fps: float) -> list[int]:
 
     This sees collisions in any direction — a landing that stops a fall, a ball knocked from
     rest, a glancing hit — where :func:`bounces` sees only vertical rebounds. ``t`` is the
-    frame of contact: the velocity into ``t`` differs from the velocity out of it.
+    frame of contact: the velocity into ``t`` differs from the velocity out of it. One-frame gaps
+    are bridged (:func:`fill_single_gaps`).
     """
-    v = np.diff(cen, axis=0) * fps  # v[t] = motion from frame t to t+1
+    full = fill_single_gaps(cen)
+    filled = np.isnan(cen[:, 0]) & np.isfinite(full[:, 0])
+    v = np.diff(full, axis=0) * fps  # v[t] = motion from frame t to t+1
     sp = np.linalg.norm(v, axis=1)
     res = _trend_residual(v)
     noise = _noise_dv(res, v)
@@ -155,7 +170,8 @@ def collisions(cen: np.ndarray, fps: float) -> list[int]:
             jump = float(np.fmax(jump, np.linalg.norm(res[t] + res[t + 1])))
             fast = float(np.fmax(fast, sp[t + 1]))
         abrupt = np.isfinite(jump) and fast > REST_SPEED and jump > 3 * noise and jump > 0.5 * fast
-        if abrupt and (not out or out[-1] < t - 1):  # one event per contact
+        # One event per contact; a bridged gap spreads a contact's change over three steps.
+        if abrupt and (not out or out[-1] < t - (2 if filled[max(0, t - 2) : t + 1].any() else 1)):
             out.append(t)
     return out
 
