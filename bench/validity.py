@@ -15,7 +15,8 @@ What it does, in order (every step resumes: files that exist are kept, the evalu
    physics, with ``reference`` stripped from them, and the generator that could render one, and the simulator's
    ground truth (``no_reference`` condition: users rarely have any of these).
 5. **Statistics** (:func:`statistics`) per condition, encoding, track and metric: pair accuracy (clean >
-   every defect, weaker defect > stronger; ties count half), mean Spearman of the score against
+   every defect, weaker defect > stronger; ties count half; a defect video that is the clean video again —
+   under :data:`NOOP_SHARE` of the defect's object changed — is left out and listed), mean Spearman of the score against
    defect-freeness (strength negated; clean = strength 0; 1 = perfectly ordered), and per video the gap
    between encodings, ``max |score(enc) - score(lossless)|``.
 6. **Report** — ``OUT/validity.json`` and ``OUT/validity.md`` + ``OUT/validity.png``; ``--record NAME``
@@ -77,6 +78,14 @@ BASELINE_MODELS: tuple[str, ...] = ("reference", "repeat-first-frame", "inferix:
 CLEAN = "clean"
 #: the evaluator runs this process scored: condition, encoding, run directory, its git hash and track versions
 RUNS: list[dict[str, Any]] = []
+#: a defect video whose largest per-frame change (pixels off by more than NOOP_LEVEL in some channel) is
+#: under NOOP_SHARE of the area of the object the defect acts on is the clean video again (a "gravity reversal" of balls
+#: rolling on a floor, a "freeze" of a scene whose motion had ended): its pairs with the clean video and
+#: with other such videos cannot be ordered and are left out (listed in the report), not counted as ties.
+NOOP_LEVEL = 30
+NOOP_SHARE = 0.25
+#: the defects that move or erase one object (the render's masks say how large it is); only these can be no-ops
+OBJECT_DEFECTS: frozenset[str] = frozenset({"teleport", "gravity_reversed", "vanish"})
 #: defect videos a perturbation refused to make (e.g. ``vanish`` when the object has left the frame), with why
 SKIPPED: list[dict[str, str]] = []
 
@@ -115,7 +124,8 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Returns:
         ``{"ranking": {condition: {encoding: {track: {metric: {...}}}}}, "encoding_gap": {condition: {track:
-        {metric: {...}}}}}``. Ranking entries: ``pair_accuracy`` (ties count half), ``pairs``, ``spearman``
+        {metric: {...}}}}}``. Ranking entries: ``pair_accuracy`` (ties count half), ``pairs``, ``noop_pairs``
+        (pairs of videos that are all the clean one again, left out: records with ``noop``), ``spearman``
         (mean over (case, defect) series), ``series``, ``missing`` (values that were ``None``). Gap entries:
         ``max``, ``mean``, ``clean_max`` over the videos scored in the lossless and at least one other
         encoding, and ``per_encoding`` maxima.
@@ -123,8 +133,11 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     # (condition, encoding, track, metric, case) -> defect -> strength -> value
     table: dict[tuple[str, str, str, str, str], dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
     missing: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    noop: set[tuple[str, str, float]] = set()  # (case, defect, strength) whose video is the clean one again
     for r in records:
         key = (r["condition"], r["encoding"], r["track"], r["metric"], r["case"])
+        if r.get("noop"):
+            noop.add((r["case"], r["defect"], float(r["strength"])))
         if r["value"] is None:
             missing[key[:4]] += 1
             continue
@@ -132,24 +145,30 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ranking: dict[str, Any] = {}
     acc: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     rhos: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
-    for (cond, enc, track, metric, _case), by_defect in table.items():
+    skipped: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for (cond, enc, track, metric, case), by_defect in table.items():
         clean = by_defect.get(CLEAN, {}).get(0.0)
         for defect, series in by_defect.items():
             if defect == CLEAN:
                 continue
-            full = dict(series)
+            same = {0.0} | {s for s in series if (case, defect, s) in noop}  # strengths showing the clean video
+            full = {s: v for s, v in series.items() if s not in same}  # no-op defects: not defects
             if clean is not None:
                 full[0.0] = clean
+            keys = sorted(set(series) | {0.0})
+            skipped[(cond, enc, track, metric)] += sum(1 for i, a in enumerate(keys) for b in keys[i + 1:]
+                                                       if a in same and b in same)
             for a, b in _ordered_pairs(full):
                 acc[(cond, enc, track, metric)].append(1.0 if a > b else 0.5 if a == b else 0.0)
-            rhos[(cond, enc, track, metric)].append(series_spearman(full))
+            if len(full) >= 2:
+                rhos[(cond, enc, track, metric)].append(series_spearman(full))
     for group in sorted(set(acc) | set(rhos) | set(missing)):
         cond, enc, track, metric = group
         pairs = acc.get(group, [])
         ranking.setdefault(cond, {}).setdefault(enc, {}).setdefault(track, {})[metric] = {
             "pair_accuracy": float(np.mean(pairs)) if pairs else None, "pairs": len(pairs),
             "spearman": float(np.mean(rhos[group])) if rhos.get(group) else None, "series": len(rhos.get(group, [])),
-            "missing": missing.get(group, 0)}
+            "missing": missing.get(group, 0), "noop_pairs": skipped.get(group, 0)}
     # encoding gap: the same video (case, defect, strength) in each encoding against the lossless one
     values: dict[tuple[str, str, str, str, str, float], dict[str, float]] = defaultdict(dict)
     for (cond, enc, track, metric, case), by_defect in table.items():
@@ -235,6 +254,25 @@ def _rendered_from_disk(case: Any, render_dir: Path) -> Any:
     return Rendered(video=video, masks=masks, object_ids=ids)
 
 
+def changed_share(clean: np.ndarray, bad: np.ndarray, masks: np.ndarray | None, object_id: int | None = None) -> float:
+    """The largest per-frame count of pixels ``bad`` changes (any channel off by more than :data:`NOOP_LEVEL`),
+    as a share of the defect's object's median area in the render's masks (``object_id``; without it the
+    smallest object's, without masks the frame's)."""
+    T = min(len(clean), len(bad))
+    diff = np.abs(clean[:T].astype(np.int16) - bad[:T].astype(np.int16)).max(axis=3) > NOOP_LEVEL
+    most = float(diff.reshape(T, -1).sum(axis=1).max()) if T else 0.0
+    area = float(clean.shape[1] * clean.shape[2])
+    if masks is not None and masks.size:
+        ids = [object_id] if object_id is not None else [i for i in np.unique(masks) if i > 0]
+        per = []
+        for i in ids:
+            a = (masks == i).reshape(len(masks), -1).sum(axis=1)
+            if (a > 0).any():
+                per.append(float(np.median(a[a > 0])))
+        area = min(per, default=area)
+    return most / max(area, 1.0)
+
+
 def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dict[str, Any]) -> list[dict[str, Any]]:
     """Render the clean cases, write every defect video lossless and a case file per defect video.
 
@@ -244,7 +282,7 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
     from scenarios.render import render_cases
     from worldolympiad.registries import PERTURBATIONS
     from worldolympiad.types import Case, jsonable
-    from worldolympiad.video.io import write_video
+    from worldolympiad.video.io import read_video, write_video
 
     render_dir = out / "render"
     report = render_cases(cases, render_dir, name="heldout", description="held-out validity cases (bench/validity.py)")
@@ -253,6 +291,8 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
     lossless = out / "videos" / "lossless"
     lossless.mkdir(parents=True, exist_ok=True)
     variants: list[dict[str, Any]] = []
+    changed_file = render_dir / "changed.json"  # variant id -> changed_share (cached: reading videos back is slow)
+    changed: dict[str, float] = json.loads(changed_file.read_text()) if changed_file.exists() else {}
     for case0 in cases:
         if case0.id in report.failed:
             continue
@@ -283,11 +323,22 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                             SKIPPED.append({"id": vid, "reason": str(e)})
                             continue
                         write_video(dst, bad.frames, case.fps, lossless=True)
+                    if vid not in changed and defect in OBJECT_DEFECTS:
+                        if rendered is None:
+                            rendered = _rendered_from_disk(case, render_dir)
+                        if rendered.masks is not None:
+                            # the perturbation names the object it moved (deterministic: made again for that)
+                            again = PERTURBATIONS.get(defect)(rendered.video, case, s, np.random.default_rng(0), rendered)
+                            oid = (again.metadata.get("perturbation") or {}).get("object_id")
+                            changed[vid] = changed_share(rendered.video.frames, read_video(dst).frames, rendered.masks,
+                                                         None if oid is None else int(oid))
                     doc = dict(raw, id=vid, tracks=[track])
                     doc["metadata"] = dict(raw.get("metadata") or {}, validity={"case": case.id, "defect": defect,
                                                                                "strength": s, "track": track})
                     (render_dir / "cases" / f"{vid}.json").write_text(json.dumps(jsonable(doc), indent=1))
-                    variants.append({"id": vid, "case": case.id, "track": track, "defect": defect, "strength": s})
+                    variants.append({"id": vid, "case": case.id, "track": track, "defect": defect, "strength": s,
+                                     "changed": changed.get(vid), "noop": changed.get(vid, np.inf) < NOOP_SHARE})
+    changed_file.write_text(json.dumps(changed, indent=1, sort_keys=True))
     return variants
 
 
@@ -402,7 +453,7 @@ def score(out: Path, suites: dict[tuple[str, str], Path], dirs: dict[str, Path],
                 for metric, value in vals.items():
                     records.append({"condition": cond, "encoding": enc, "case": v["case"], "track": row["track"],
                                     "metric": metric, "defect": v["defect"], "strength": v["strength"],
-                                    "value": value, "variant": v["id"]})
+                                    "value": value, "variant": v["id"], "noop": bool(v.get("noop"))})
                 n += 1
             print(f"  {cond} / {track} / {enc}: {n} rows in {time.perf_counter() - t0:.0f} s ({run_dir.name})", flush=True)
     return records
@@ -472,6 +523,10 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
              f"| {'tuning' if tuning else 'held-out'} case | generator | settings | tracks |", "|---|---|---|---|"]
     for c in record["cases"]:
         lines.append(f"| {c['id']} | {c['generator']} | `{json.dumps(c['params'], separators=(',', ':'))}` | {', '.join(c['tracks'])} |")
+    if record.get("noop"):
+        lines += ["", f"Defect videos that are the clean video again (under {NOOP_SHARE:.0%} of the defect's object changed; "
+                  "their pairs with the clean video and with each other are left out): "
+                  + ", ".join(f"`{k}`" for k in record["noop"]) + "."]
     if record.get("skipped"):
         lines += ["", "Defect videos not made (the perturbation refused the clip): "
                   + "; ".join(f"`{k['id']}` ({k['reason']})" for k in record["skipped"]) + "."]
@@ -480,7 +535,7 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
               "Encodings: lossless (the exact render), `crf23` (H.264 yuv420p crf 23), `crf35_s0.75` (yuv420p crf 35 after "
               "a 0.75x resize), written by `worldolympiad.video.io.encode_like_users`.", "",
               "Pair accuracy: share of ordered pairs (clean > each defect strength, weaker > stronger) the score orders "
-              "right (ties count half). Spearman: mean over (case, defect) of the rank correlation between the score and "
+              "right (ties count half; pairs of no-op defect videos, listed above, left out). Spearman: mean over (case, defect) of the rank correlation between the score and "
               "defect-freeness (clean = strength 0; 1 = perfectly ordered; a constant series counts 0). Gap: over "
               "every video, max |score(encoding) - score(lossless)|; `clean` = clean videos only.", ""]
     for cond in [c for c in CONDITIONS if c in stats["ranking"]]:
@@ -772,7 +827,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "tracks": [t for t in c.tracks if t in tracks]} for c in cases],
         "defects": {t: [[d, list(s)] for d, s in defects[t]] for t in tracks},
         "encodings": {k: v for k, v in ENCODINGS.items()}, "statistics": stats,
-        "clean_scores": clean_scores(records), "runs": RUNS, "skipped": SKIPPED, "records": records,
+        "clean_scores": clean_scores(records), "runs": RUNS, "skipped": SKIPPED,
+        "noop": sorted(v["id"] for v in variants if v.get("noop")), "records": records,
     }
     js, md, png = write_report(out, record)
     print(md.read_text())

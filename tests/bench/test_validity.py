@@ -53,6 +53,37 @@ def test_a_constant_metric_is_undecided_not_perfect(validity):
     assert r["pair_accuracy"] == pytest.approx(0.5) and r["spearman"] == 0.0
 
 
+def test_a_defect_video_that_is_the_clean_video_again_is_not_ordered(validity):
+    """A "gravity reversal" of balls rolling on a floor changes a handful of pixels: the defect video
+    is the clean one again, so its tie with the clean video is no ranking error and is left out."""
+    noop = {**_rec("a", "gravity_reversed", 0.34, 1.0), "noop": True}
+    records = [_rec("a", "clean", 0.0, 1.0), noop, _rec("a", "gravity_reversed", 0.67, 0.4),
+               _rec("a", "gravity_reversed", 1.0, 0.1)]
+    r = validity.statistics(records)["ranking"]["reference"]["lossless"]["physics"]["score"]
+    # left: (clean, .67), (clean, 1), (.67, 1) -- all right; (clean, .34) and (.34, *) are not pairs of defects
+    assert r["pairs"] == 3 and r["pair_accuracy"] == 1.0 and r["noop_pairs"] == 1 and r["spearman"] == 1.0
+    # without the flag the same table counts the tie as half a pair and a misordered one
+    plain = validity.statistics([{k: v for k, v in x.items() if k != "noop"} for x in records])
+    assert plain["ranking"]["reference"]["lossless"]["physics"]["score"]["pair_accuracy"] < 1.0
+
+
+def test_changed_share_is_relative_to_the_defects_object(validity):
+    import numpy as np
+
+    clean = np.zeros((3, 20, 20, 3), np.uint8)
+    masks = np.zeros((3, 20, 20), np.int32)
+    masks[:, 5:10, 5:10] = 1  # a 25 px object
+    bad = clean.copy()
+    bad[1, 0, :5] = 200  # 5 px changed in one frame: a fifth of the object
+    assert validity.changed_share(clean, bad, masks) == pytest.approx(0.2)
+    bad[2, 10:20, 10:20] = 200  # 100 px: four objects' worth
+    assert validity.changed_share(clean, bad, masks) == pytest.approx(4.0)
+    assert validity.changed_share(clean, bad, None) == pytest.approx(100 / 400)
+    masks[:, 12:20, 0:10] = 2  # an 80 px object: the share is of the object the defect moved
+    assert validity.changed_share(clean, bad, masks, object_id=2) == pytest.approx(100 / 80)
+    assert validity.changed_share(clean, bad, masks) == pytest.approx(4.0)  # no id: the smallest object
+
+
 def test_encoding_gap_is_the_largest_difference_to_the_lossless_score(validity):
     records = [
         _rec("a", "clean", 0.0, 0.90), _rec("a", "clean", 0.0, 0.86, "crf23"), _rec("a", "clean", 0.0, 0.70, "crf35"),
