@@ -312,6 +312,7 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                 for s in strengths:
                     vid = variant_id(case.id, defect, s)
                     dst = lossless / f"{vid}.mp4"
+                    made = None
                     if not dst.exists():
                         if rendered is None:
                             rendered = _rendered_from_disk(case, render_dir)
@@ -323,13 +324,16 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                             SKIPPED.append({"id": vid, "reason": str(e)})
                             continue
                         write_video(dst, bad.frames, case.fps, lossless=True)
+                        made = bad
                     if vid not in changed and defect in OBJECT_DEFECTS:
                         if rendered is None:
                             rendered = _rendered_from_disk(case, render_dir)
                         if rendered.masks is not None:
-                            # the perturbation names the object it moved (deterministic: made again for that)
-                            again = PERTURBATIONS.get(defect)(rendered.video, case, s, np.random.default_rng(0), rendered)
-                            oid = (again.metadata.get("perturbation") or {}).get("object_id")
+                            # the perturbation names the object it moved (a video already on disk: made again,
+                            # deterministically, for that name)
+                            if made is None:
+                                made = PERTURBATIONS.get(defect)(rendered.video, case, s, np.random.default_rng(0), rendered)
+                            oid = (made.metadata.get("perturbation") or {}).get("object_id")
                             changed[vid] = changed_share(rendered.video.frames, read_video(dst).frames, rendered.masks,
                                                          None if oid is None else int(oid))
                     doc = dict(raw, id=vid, tracks=[track])
