@@ -16,7 +16,8 @@ What it does, in order (every step resumes: files that exist are kept, the evalu
    ground truth (``no_reference`` condition: users rarely have any of these).
 5. **Statistics** (:func:`statistics`) per condition, encoding, track and metric: pair accuracy (clean >
    every defect, weaker defect > stronger; ties count half; a defect video that is the clean video again —
-   under :data:`NOOP_SHARE` of the defect's object changed — is left out and listed), mean Spearman of the score against
+   under :data:`NOOP_SHARE` of the defect's object changed, or for a defect that only replays the clip's frames
+   (:data:`REORDER_DEFECTS`) of the clean video's own one-step motion — is left out and listed), mean Spearman of the score against
    defect-freeness (strength negated; clean = strength 0; 1 = perfectly ordered), and per video the gap
    between encodings, ``max |score(enc) - score(lossless)|``.
 6. **Report** — ``OUT/validity.json`` and ``OUT/validity.md`` + ``OUT/validity.png``; ``--record NAME``
@@ -84,8 +85,11 @@ RUNS: list[dict[str, Any]] = []
 #: with other such videos cannot be ordered and are left out (listed in the report), not counted as ties.
 NOOP_LEVEL = 30
 NOOP_SHARE = 0.25
-#: the defects that move or erase one object (the render's masks say how large it is); only these can be no-ops
+#: the defects that move or erase one object (the render's masks say how large it is)
 OBJECT_DEFECTS: frozenset[str] = frozenset({"teleport", "gravity_reversed", "vanish"})
+#: the defects that only replay the clip's own frames in another order (hold, freeze, shuffle): over a stretch where
+#: nothing moves they are the clean video again; their change is measured against the clean video's own motion
+REORDER_DEFECTS: frozenset[str] = frozenset({"frozen", "action_ignored", "frame_shuffle"})
 #: defect videos a perturbation refused to make (e.g. ``vanish`` when the object has left the frame), with why
 SKIPPED: list[dict[str, str]] = []
 
@@ -273,6 +277,23 @@ def changed_share(clean: np.ndarray, bad: np.ndarray, masks: np.ndarray | None, 
     return most / max(area, 1.0)
 
 
+def motion_area(frames: np.ndarray) -> float:
+    """The largest count of pixels that change between consecutive frames (any channel off by more than
+    :data:`NOOP_LEVEL`): how much of the picture the clean video itself moves in one step."""
+    if len(frames) < 2:
+        return 0.0
+    step = np.abs(np.diff(frames.astype(np.int16), axis=0)).max(axis=3) > NOOP_LEVEL
+    return float(step.reshape(len(step), -1).sum(axis=1).max())
+
+
+def reorder_changed_share(clean: np.ndarray, bad: np.ndarray) -> float:
+    """For a defect that replays the clip's own frames: its largest per-frame change as a share of the clean video's
+    largest one-step motion (:func:`motion_area`). A freeze after the motion ended changes nothing (0); a freeze of
+    a moving object changes at least about one step's motion (>= 1)."""
+    frame = float(clean.shape[1] * clean.shape[2])
+    return changed_share(clean, bad, None) * frame / max(motion_area(clean), 1.0)
+
+
 def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dict[str, Any]) -> list[dict[str, Any]]:
     """Render the clean cases, write every defect video lossless and a case file per defect video.
 
@@ -325,6 +346,10 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                             continue
                         write_video(dst, bad.frames, case.fps, lossless=True)
                         made = bad
+                    if vid not in changed and defect in REORDER_DEFECTS:
+                        if rendered is None:
+                            rendered = _rendered_from_disk(case, render_dir)
+                        changed[vid] = reorder_changed_share(rendered.video.frames, read_video(dst).frames)
                     if vid not in changed and defect in OBJECT_DEFECTS:
                         if rendered is None:
                             rendered = _rendered_from_disk(case, render_dir)
@@ -528,8 +553,9 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
     for c in record["cases"]:
         lines.append(f"| {c['id']} | {c['generator']} | `{json.dumps(c['params'], separators=(',', ':'))}` | {', '.join(c['tracks'])} |")
     if record.get("noop"):
-        lines += ["", f"Defect videos that are the clean video again (under {NOOP_SHARE:.0%} of the defect's object changed; "
-                  "their pairs with the clean video and with each other are left out): "
+        lines += ["", f"Defect videos that are the clean video again (under {NOOP_SHARE:.0%} of the defect's object changed, "
+                  "or, for a defect that only replays frames (freeze, hold, shuffle), under "
+                  f"{NOOP_SHARE:.0%} of the clean video's largest one-step motion; their pairs with the clean video and with each other are left out): "
                   + ", ".join(f"`{k}`" for k in record["noop"]) + "."]
     if record.get("skipped"):
         lines += ["", "Defect videos not made (the perturbation refused the clip): "

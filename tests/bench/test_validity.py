@@ -84,6 +84,27 @@ def test_changed_share_is_relative_to_the_defects_object(validity):
     assert validity.changed_share(clean, bad, masks) == pytest.approx(4.0)  # no id: the smallest object
 
 
+def test_a_freeze_after_the_motion_ended_is_the_clean_video_again(validity):
+    """``frozen`` at low strength holds the last frames of a clip whose ball has already stopped: nothing
+    changes, so the "defect" must be left out of the pairs (counted as a tie it read as a ranking error).
+    A freeze while the ball still moves changes about one step's motion or more and stays a defect."""
+    import numpy as np
+    from scenarios.perturb.physics import frozen
+    from worldolympiad.types import Case, Video
+
+    T = 12
+    frames = np.full((T, 24, 48, 3), 40, np.uint8)
+    x = [2 + 3 * min(t, 7) for t in range(T)]  # moves 3 px a frame for 7 frames, then rests
+    for t in range(T):
+        frames[t, 8:14, x[t]:x[t] + 6] = 220
+    video, case = Video(frames=frames, fps=10.0), Case(id="c", scenario="s", fps=10.0, num_frames=T, resolution=(24, 48), tracks=["longvideo"])
+    late = frozen(video, case, 0.34, np.random.default_rng(0), None)
+    early = frozen(video, case, 1.0, np.random.default_rng(0), None)
+    assert validity.reorder_changed_share(frames, late.frames) < validity.NOOP_SHARE
+    assert validity.reorder_changed_share(frames, early.frames) >= 1.0
+    assert "frozen" in validity.REORDER_DEFECTS and "seam_cut" not in validity.REORDER_DEFECTS
+
+
 def test_encoding_gap_is_the_largest_difference_to_the_lossless_score(validity):
     records = [
         _rec("a", "clean", 0.0, 0.90), _rec("a", "clean", 0.0, 0.86, "crf23"), _rec("a", "clean", 0.0, 0.70, "crf35"),
