@@ -120,6 +120,9 @@ class MechanicsGenerator(CaseGenerator):
             if d <= 0.5:
                 raise ValueError(f"camera_distance must be > 0.5 m, got {d}")
             spec.cam_eye = (spec.cam_eye[0], -d, spec.cam_eye[2])
+        # what users' footage has behind and under its objects (tuning cases; defaults render as before)
+        spec.floor = str(params.get("floor", spec.floor))
+        spec.backdrop = str(params.get("backdrop", spec.backdrop))
         sim = simulate(spec, fps, T, force_fn=self.force_fn(spec))
         _SIM_CACHE[key] = (spec, sim)
         if len(_SIM_CACHE) > _SIM_CACHE_SIZE:
@@ -151,7 +154,8 @@ class MechanicsGenerator(CaseGenerator):
             },
             "events": [{k: (round(v, 7) if isinstance(v, float) else v) for k, v in e.items()} for e in sim.events],
         }
-        prompt = self.summary.format(**{f"c{i}": b.color for i, b in enumerate(spec.bodies)}) + " " + story(captions)
+        words = {f"c{i}": b.color for i, b in enumerate(spec.bodies)} | {f"n{i}": _noun(b) for i, b in enumerate(spec.bodies)}
+        prompt = self.summary.format(**words) + " " + story(captions)
         return Case(
             id=case_id,
             scenario="realworld",
@@ -208,6 +212,36 @@ def _color(params: dict[str, Any], rng: np.random.Generator, key: str = "color",
     return c
 
 
+#: body shapes a thrown or dropped object may have (``shape`` param): MuJoCo geom, half-extents per radius.
+SHAPES: dict[str, tuple[str, tuple[float, ...]]] = {
+    "sphere": ("sphere", (1.0,)),
+    "box": ("box", (1.0, 1.0, 1.0)),
+    "plate": ("box", (1.6, 1.6, 0.45)),  # a flat slab: wide and low as the camera sees it
+}
+_NOUNS = {"sphere": "ball", "box": "box", "plate": "plate"}
+
+
+def _body(params: dict[str, Any], color: str, r: float, pos: tuple[float, float, float],
+          vel: tuple[float, float, float] = (0.0, 0.0, 0.0), **kw: Any) -> BodySpec:
+    """The thrown/dropped body: a ``shape`` (default sphere) of size ``r``, resting height ``pos[2]``
+    above its half-height (a box or plate starts as low as a ball of radius ``r`` would)."""
+    shape = str(params.get("shape", "sphere"))
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {sorted(SHAPES)}, got {shape!r}")
+    geom, scale = SHAPES[shape]
+    size = tuple(r * k for k in scale)
+    return BodySpec(f"{color}_{_NOUNS[shape]}", geom, size, color, pos, vel, **kw)
+
+
+def _noun(b: BodySpec) -> str:
+    """What a caption calls the body: its name after the colour (``ball``, ``box``, ``plate``)."""
+    return b.name.split("_", 1)[1] if "_" in b.name else b.shape
+
+
+def _half_height(b: BodySpec) -> float:
+    return float(b.size[0] if b.shape == "sphere" else b.size[2])
+
+
 def _ballistic(p0: np.ndarray, v0: np.ndarray, t: np.ndarray, g: float = GRAVITY) -> np.ndarray:
     """Closed-form position under constant gravity ``[T, 3]``."""
     acc = np.array([0.0, 0.0, -g])
@@ -235,26 +269,28 @@ class FreeFall(MechanicsGenerator):
 
     name: ClassVar[str] = "mechanics.free_fall"
     rules: ClassVar[tuple[str, ...]] = ("gravity", "impact")
-    summary: ClassVar[str] = "A {c0} ball is released from rest above a tiled floor."
+    summary: ClassVar[str] = "A {c0} {n0} is released from rest above a tiled floor."
 
     def scene(self, rng: np.random.Generator, params: dict[str, Any], fps: float) -> SceneSpec:
         color = _color(params, rng)
         h = _param(params, "height", rng.uniform(0.9, 1.5))
         x = _param(params, "x", rng.uniform(-0.5, 0.5))
         r = _param(params, "radius", 0.15)
-        return SceneSpec(bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (x, 0.0, h + r))],
+        b = _body(params, color, r, (x, 0.0, 0.0))
+        b.pos = (x, 0.0, h + _half_height(b))
+        return SceneSpec(bodies=[b],
                          cam_eye=(0.0, -3.2, 0.85), cam_target=(0.0, 0.0, 0.85))
 
     def closed_form(self, spec: SceneSpec, sim: SimOutput) -> dict[str, Any]:
         b = spec.bodies[0]
         p0, v0 = np.array(b.pos), np.array(b.vel)
-        tc = _first_floor_contact_time(p0, v0, b.size[0], spec.gravity)
+        tc = _first_floor_contact_time(p0, v0, _half_height(b), spec.gravity)
         valid = sim.times < tc
         return {b.name: {"position": _ballistic(p0, v0, sim.times, spec.gravity)[valid], "valid_frames": int(valid.sum()),
                          "contact_time": tc, "law": "z(t) = z0 - g t^2 / 2 until the ball touches the floor"}}
 
     def caption(self, spec: SceneSpec, sim: SimOutput, start: int, end: int) -> str:
-        name = spec.bodies[0].color + " ball"
+        name = spec.bodies[0].color + " " + _noun(spec.bodies[0])
         hits = _impacts_in(sim, start, end)
         vz = sim.velocities[start:end, 0, 2]
         if hits:
@@ -274,7 +310,7 @@ class Projectile(MechanicsGenerator):
 
     name: ClassVar[str] = "mechanics.projectile"
     rules: ClassVar[tuple[str, ...]] = ("gravity", "impact")
-    summary: ClassVar[str] = "A {c0} ball is thrown from the left across a tiled floor."
+    summary: ClassVar[str] = "A {c0} {n0} is thrown from the left across a tiled floor."
 
     def scene(self, rng: np.random.Generator, params: dict[str, Any], fps: float) -> SceneSpec:
         color = _color(params, rng)
@@ -282,15 +318,14 @@ class Projectile(MechanicsGenerator):
         angle = math.radians(_param(params, "angle_deg", rng.uniform(45.0, 65.0)))
         r = _param(params, "radius", 0.15)
         return SceneSpec(
-            bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (-1.1, 0.0, 0.35),
-                             (speed * math.cos(angle), 0.0, speed * math.sin(angle)))],
+            bodies=[_body(params, color, r, (-1.1, 0.0, 0.35), (speed * math.cos(angle), 0.0, speed * math.sin(angle)))],
             cam_eye=(0.0, -3.6, 0.9), cam_target=(0.0, 0.0, 0.9),
         )
 
     closed_form = FreeFall.closed_form
 
     def caption(self, spec: SceneSpec, sim: SimOutput, start: int, end: int) -> str:
-        name = spec.bodies[0].color + " ball"
+        name = spec.bodies[0].color + " " + _noun(spec.bodies[0])
         hits = _impacts_in(sim, start, end)
         vz = sim.velocities[start:end, 0, 2]
         if hits:
@@ -315,7 +350,7 @@ class Bounce(MechanicsGenerator):
 
     name: ClassVar[str] = "mechanics.bounce"
     rules: ClassVar[tuple[str, ...]] = ("gravity", "impact")
-    summary: ClassVar[str] = "A {c0} rubber ball is dropped onto a hard floor."
+    summary: ClassVar[str] = "A {c0} rubber {n0} is dropped onto a hard floor."
 
     def scene(self, rng: np.random.Generator, params: dict[str, Any], fps: float) -> SceneSpec:
         color = _color(params, rng)
@@ -324,7 +359,9 @@ class Bounce(MechanicsGenerator):
         x = _param(params, "x", rng.uniform(-0.4, 0.4))
         r = _param(params, "radius", 0.15)
         zeta = calibrate_restitution(round(e, 4), round(h, 6), fps, r)
-        return SceneSpec(bodies=[BodySpec(f"{color}_ball", "sphere", (r,), color, (x, 0.0, h + r))], zeta=zeta,
+        b = _body(params, color, r, (x, 0.0, 0.0))
+        b.pos = (x, 0.0, h + _half_height(b))
+        return SceneSpec(bodies=[b], zeta=zeta,
                          cam_eye=(0.0, -3.2, 0.8), cam_target=(0.0, 0.0, 0.8), meta={"restitution": e},
                          stiffness=IMPACT_STIFFNESS, max_timestep=IMPACT_TIMESTEP)
 
@@ -335,7 +372,7 @@ class Bounce(MechanicsGenerator):
     closed_form = FreeFall.closed_form
 
     def caption(self, spec: SceneSpec, sim: SimOutput, start: int, end: int) -> str:
-        name = spec.bodies[0].color + " ball"
+        name = spec.bodies[0].color + " " + _noun(spec.bodies[0])
         hits = _impacts_in(sim, start, end)
         if not hits:
             vz = sim.velocities[start:end, 0, 2]

@@ -60,6 +60,36 @@ COLORS: dict[str, tuple[float, float, float]] = {
     "orange": (0.95, 0.5, 0.05),
     "purple": (0.55, 0.2, 0.75),
     "cyan": (0.1, 0.8, 0.85),
+    # colours users' objects have that the palette above avoids (tuning cases only; never drawn):
+    "charcoal": (0.13, 0.13, 0.15),  # dark, near the floor's shadowed tones
+    "silver": (0.66, 0.66, 0.68),  # between the checker floor's two greys
+    "tan": (0.7, 0.55, 0.38),  # near the "wood" floor and the "bricks" backdrop
+}
+
+#: floors (``SceneSpec.floor``): MuJoCo builtin textures. ``checker`` is every case's default.
+FLOORS: dict[str, str] = {
+    "checker": '<texture name="grid" type="2d" builtin="checker" rgb1="0.55 0.55 0.55" rgb2="0.75 0.75 0.75" '
+               'width="64" height="64"/>\n    <material name="floor" texture="grid" texrepeat="8 8" reflectance="0"/>',
+    # planks in two browns with dark seams and grain speckle
+    "wood": '<texture name="grid" type="2d" builtin="checker" rgb1="0.62 0.45 0.28" rgb2="0.52 0.36 0.22" '
+            'mark="random" random="0.25" markrgb="0.3 0.2 0.12" width="128" height="128"/>\n'
+            '    <material name="floor" texture="grid" texrepeat="14 3" reflectance="0"/>',
+    # grey gravel: fine light and dark speckle over a mid grey
+    "speckle": '<texture name="grid" type="2d" builtin="flat" rgb1="0.5 0.5 0.5" mark="random" random="0.35" '
+               'markrgb="0.8 0.8 0.8" width="256" height="256"/>\n'
+               '    <material name="floor" texture="grid" texrepeat="6 6" reflectance="0"/>',
+}
+#: backdrops (``SceneSpec.backdrop``): a wall behind the scene (never collides, never in the masks).
+BACKDROPS: dict[str, str] = {
+    "none": "",
+    # red-brown bricks with dark mortar lines and dirt speckle
+    "bricks": '<texture name="wall" type="2d" builtin="checker" rgb1="0.62 0.3 0.22" rgb2="0.55 0.38 0.3" '
+              'mark="edge" markrgb="0.25 0.22 0.2" random="0.15" width="64" height="64"/>'
+              '<material name="wall" texture="wall" texrepeat="12 8" reflectance="0"/>',
+    # a busy poster wall: colourful blocks and speckle
+    "posters": '<texture name="wall" type="2d" builtin="checker" rgb1="0.2 0.45 0.6" rgb2="0.85 0.8 0.55" '
+               'mark="random" random="0.3" markrgb="0.9 0.3 0.2" width="128" height="128"/>'
+               '<material name="wall" texture="wall" texrepeat="6 4" reflectance="0"/>',
 }
 
 
@@ -108,6 +138,8 @@ class SceneSpec:
     track_contacts: bool = True  # record impact events (costs a Python check per physics step)
     stiffness: float = CONTACT_STIFFNESS
     max_timestep: float = MAX_TIMESTEP
+    floor: str = "checker"  # a key of FLOORS
+    backdrop: str = "none"  # a key of BACKDROPS: a textured wall behind the scene
 
 
 @dataclass
@@ -151,6 +183,14 @@ def build_xml(spec: SceneSpec, timestep: float) -> str:
         )
     q = look_at_quat_mj(np.array(spec.cam_eye), np.array(spec.cam_target))
     ffr = f'friction="{spec.floor_friction!r} 0.005 0.0001"' if spec.floor_friction > 0 else ""
+    if spec.floor not in FLOORS:
+        raise ValueError(f"floor must be one of {sorted(FLOORS)}, got {spec.floor!r}")
+    if spec.backdrop not in BACKDROPS:
+        raise ValueError(f"backdrop must be one of {sorted(BACKDROPS)}, got {spec.backdrop!r}")
+    wall_asset, wall = BACKDROPS[spec.backdrop], ""
+    if wall_asset:  # 1.6 m behind the scene's centre line, 8 m wide, 5 m tall; visual only
+        wall = ('<geom name="backdrop" type="box" pos="0 1.6 2.5" size="4 0.05 2.5" material="wall" '
+                'contype="0" conaffinity="0"/>')
     return f"""<mujoco model="mechanics">
   <compiler angle="radian"/>
   <option integrator="RK4" timestep="{timestep!r}" gravity="0 0 {-spec.gravity!r}" cone="elliptic"/>
@@ -158,13 +198,14 @@ def build_xml(spec: SceneSpec, timestep: float) -> str:
     <headlight ambient="0.35 0.35 0.35" diffuse="0.5 0.5 0.5" specular="0 0 0"/></visual>
   <asset>
     <texture name="sky" type="skybox" builtin="gradient" rgb1="0.75 0.85 0.95" rgb2="0.95 0.95 0.95" width="64" height="64"/>
-    <texture name="grid" type="2d" builtin="checker" rgb1="0.55 0.55 0.55" rgb2="0.75 0.75 0.75" width="64" height="64"/>
-    <material name="floor" texture="grid" texrepeat="8 8" reflectance="0"/>
+    {FLOORS[spec.floor]}
+    {wall_asset}
   </asset>
   <worldbody>
     <light name="sun" pos="0 -1 4" dir="0 0.3 -1" directional="true" castshadow="false" diffuse="0.6 0.6 0.6"/>
     <geom name="floor" type="plane" size="6 6 0.1" material="floor" condim="{floor_cd}" {ffr} {contact}/>
     <camera name="cam" pos="{_fmt(spec.cam_eye)}" quat="{_fmt(q)}" fovy="{spec.fovy!r}"/>
+    {wall}
     {spec.extra_xml}
     {''.join(bodies)}
   </worldbody>
