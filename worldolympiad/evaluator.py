@@ -146,6 +146,9 @@ class RunOutcome:
             (a replaced video, an edited case, a video that now exists; see :mod:`worldolympiad.inputs`).
         changed: ``"<case> s<seed>: <labels>"`` for each (case, seed) whose inputs changed.
         reused_failed: failed rows of an earlier run that were reused (``--retry-failed`` recomputes them).
+        reused_videos: (case id, seed) -> the sibling run directory whose generated video this run read
+            instead of generating it again (same model, weights, ``model.*`` options and case inputs;
+            :mod:`worldolympiad.reuse`).
     """
 
     run_dir: Path
@@ -156,6 +159,7 @@ class RunOutcome:
     recomputed_inputs: int = 0
     changed: list[str] = field(default_factory=list)
     reused_failed: int = 0
+    reused_videos: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def resolve_device(device: str) -> str:
@@ -449,6 +453,16 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
             if pending:
                 units.append(_Unit(len(units), case, seed, pending, inputs=current[(case.id, seed)]))
 
+    # Generations of a sibling run that differs only in how it scores (worldolympiad.reuse): linked in, then
+    # read back like this run's own stored videos.
+    reused_videos: dict[tuple[str, int], str] = {}
+    if config.resume:
+        from worldolympiad.reuse import adopt_generations
+
+        reused_videos = adopt_generations(run_dir, spec.to_dict(), {
+            (u.case.id, u.seed): u.inputs for u in units
+            if _existing_video(run_dir / VIDEOS / f"{u.case.id}__s{u.seed}.mp4") is None})
+
     # Progress in work: each unit's video and pending tracks weighed by their cost (worldolympiad.progress);
     # reused and instantly settled rows are counts, not progress.
     progress = WorkProgress(priors={"generate": generate_prior(spec.model)})
@@ -492,7 +506,8 @@ def _evaluate_locked(spec: RunSpec, config: EvalConfig, device: str, run_dir: Pa
     tmp.write_text(json.dumps(summary, indent=2))
     tmp.replace(run_dir / SUMMARY)
     return RunOutcome(run_dir=run_dir, rows=rows, summary=summary, computed=computed, skipped=skipped,
-                      recomputed_inputs=len(stale), changed=changed, reused_failed=reused_failed)
+                      recomputed_inputs=len(stale), changed=changed, reused_failed=reused_failed,
+                      reused_videos=reused_videos)
 
 
 def _run_locally(workers: int, env: _Env, units: list[_Unit], on_message: Any, write_row: Any) -> None:

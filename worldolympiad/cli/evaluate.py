@@ -116,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "<out>/<run>__shard-I-of-N/; join the N shard directories with `worldolympiad merge`")
     p.add_argument("--out", default="runs", help="parent folder of run directories (default: runs/)")
     p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
-                   help="reuse finished rows and stored videos of the same run (default: --resume)")
+                   help="reuse finished rows and stored videos of the same run, and videos the same model generated "
+                        "for the same cases in a run beside it that only scored differently (another track "
+                        "version, --tracks or judge; default: --resume)")
     p.add_argument("--retry-failed", action="store_true", help="on resume, recompute rows that failed")
     p.add_argument("--limit", type=int, default=None, help="only the first N cases")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -314,6 +316,12 @@ def _resume_notes(outcome: RunOutcome, examples: int = 5) -> list[str]:
     if outcome.reused_failed:
         lines.append(f"{outcome.reused_failed} failed row(s) reused from an earlier run of this command; "
                      "once their cause is fixed, add --retry-failed to compute them again")
+    if outcome.reused_videos:
+        origins = sorted(set(outcome.reused_videos.values()))
+        lines.append(f"{len(outcome.reused_videos)} generated video(s) reused from {', '.join(origins[:3])}"
+                     + (" and others" if len(origins) > 3 else "")
+                     + " (same model, weights, model options and case inputs; only the scoring differs); "
+                     "--no-resume generates them again")
     return lines
 
 
