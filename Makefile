@@ -36,7 +36,7 @@ demo: setup
 	MUJOCO_GL=$${MUJOCO_GL:-egl} evaluate-model
 
 test: setup
-	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m pytest -q
+	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m pytest -q --durations=30
 
 test-all: setup
 	MUJOCO_GL=$${MUJOCO_GL:-egl} $(PYTHON) -m pytest -q -m ""
