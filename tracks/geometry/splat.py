@@ -106,6 +106,38 @@ def init_gaussians(points: np.ndarray, colors: np.ndarray, cfg: SplatConfig, rng
     }
 
 
+def bearing_init(images: np.ndarray, rotations: np.ndarray, K: np.ndarray, train_ids: list[int],
+                 max_points: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    """Initial points for a camera that turns in place: pixels of the training views at unit depth.
+
+    A pure rotation has no parallax, so the depth of a scene point cannot be recovered and every depth
+    renders the same views from the common centre: the points are placed on the unit sphere around it,
+    along the bearings ``R K^-1 x`` of a regular pixel grid of each training view (camera-to-world
+    ``rotations [V, 3, 3]``), coloured by those pixels. Held-out views are never sampled. Returns
+    ``(points [M, 3], uint8 colours [M, 3])``, about ``max_points`` of them.
+    """
+    if not train_ids:
+        raise ValueError("bearing_init needs at least one training view")
+    H, W = images.shape[1:3]
+    stride = max(1, int(math.ceil(math.sqrt(len(train_ids) * H * W / max(max_points, 1)))))
+    ys, xs = np.mgrid[stride // 2:H:stride, stride // 2:W:stride]
+    pix = np.stack([xs.ravel() + 0.5, ys.ravel() + 0.5, np.ones(xs.size)], 1) @ np.linalg.inv(K).T
+    pix /= np.linalg.norm(pix, axis=1, keepdims=True)
+    points = np.concatenate([pix @ np.asarray(rotations[i]).T for i in train_ids])
+    colors = np.concatenate([images[i][ys.ravel(), xs.ravel()] for i in train_ids])
+    return points, colors.astype(np.uint8)
+
+
+def turn_meta_pose(rotations: np.ndarray) -> np.ndarray:
+    """The meta view of a camera that turns in place: at the common centre, the mean orientation (the
+    only novel views a pure rotation supports are new orientations from the same point)."""
+    U, _, Vt = np.linalg.svd(np.mean(rotations, 0))
+    R = U @ np.diag([1.0, 1.0, float(np.sign(np.linalg.det(U @ Vt)))]) @ Vt
+    P = np.eye(4)
+    P[:3, :3] = R
+    return P
+
+
 def render(params: Any, viewmats: Any, Ks: Any, width: int, height: int, *, tile_size: int = 16,
            background: Any = None) -> tuple[Any, Any, dict[str, Any]]:
     """Render ``C`` views of the Gaussians: ``(rgb [C, H, W, 3], alpha [C, H, W, 1], info)``.

@@ -122,13 +122,18 @@ class GeometryTrack(Track):
 
         # ---- camera trajectory vs reference poses
         with ctx.timed("camera_metrics"):
-            metrics += self._camera(video, case, ctx, rec, idx, masks, usable, failure, specs, camera_metrics, CAMERA_NAMES)
+            cam_metrics, turn = self._camera(video, case, ctx, rec, idx, masks, usable, failure, specs, camera_metrics,
+                                             CAMERA_NAMES)
+            metrics += cam_metrics
+        if turn is not None:
+            metrics[0] = registration_rate_metric(specs["registration_rate"], rec, turn=turn)
 
         # ---- splat fit and held-out views
         renders_for_judge: list[np.ndarray] = []
-        if usable and len(rec.points) > 0:
+        splat_input = self._splat_input(frames, rec, turn, usable, ctx)
+        if splat_input is not None:
             try:
-                splat_metrics, renders_for_judge, arts = self._splats(frames, rec, ctx, work, specs)
+                splat_metrics, renders_for_judge, arts = self._splats(*splat_input, ctx, work, specs)
                 metrics += splat_metrics
                 artifacts.update(arts)
             except (ValueError, RuntimeError) as e:
@@ -160,45 +165,52 @@ class GeometryTrack(Track):
             "reconstruction": "failed" if failure else (None if rec.reliability is None else rec.reliability.verdict),
             "intrinsics": "case" if K is not None else "estimated",
             "dynamic_mask_fraction": float(masks.mean()) if masks is not None else 0.0,
+            "splat_cameras": None if splat_input is None else splat_input[-1]["cameras"],
         }
         return TrackOutput(metrics=metrics, score=score, coverage=coverage, artifacts=artifacts, errors=errors)
 
     def _camera(self, video: Video, case: Case, ctx: EvalContext, rec: Any, idx: np.ndarray, masks: np.ndarray | None,
                 usable: bool, failure: str | None, specs: dict, camera_metrics: Any,
-                names: tuple[str, ...]) -> list[MetricValue]:
+                names: tuple[str, ...]) -> tuple[list[MetricValue], Any]:
+        """The trajectory metrics, and the turn-in-place fit when the reference camera turns in place (else ``None``).
+
+        The turn-in-place fit does not need the SfM model (only its intrinsics): a camera that only turns
+        gives SfM no baseline, and SfM failing there is not evidence against the video.
+        """
         mode = str(self._opt(ctx, "reference_poses"))
         ref_poses: np.ndarray | None = None
         ref_valid = np.ones(len(idx), bool)
         source = ""
         traj = case.camera.poses if case.camera is not None else np.zeros((0, 4, 4))
         if mode == "none":
-            return [specs[n].not_applicable("reference poses disabled (geometry.reference_poses=none)") for n in names]
+            return ([specs[n].not_applicable("reference poses disabled (geometry.reference_poses=none)") for n in names],
+                    None)
         if len(traj) >= video.num_frames and len(traj) > 0:
             ref_poses, source = traj[idx], "case.camera.trajectory"
         elif len(traj) > 0:
-            return [specs[n].not_applicable(f"case trajectory has {len(traj)} poses but the video has "
-                                            f"{video.num_frames} frames; cannot match frames") for n in names]
+            return ([specs[n].not_applicable(f"case trajectory has {len(traj)} poses but the video has "
+                                             f"{video.num_frames} frames; cannot match frames") for n in names], None)
         else:
             ref = ctx.reference()
             if ref is None:
-                return [specs[n].not_applicable("case has no camera trajectory and no reference video") for n in names]
+                return ([specs[n].not_applicable("case has no camera trajectory and no reference video") for n in names],
+                        None)
             if not usable:
-                return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
+                return ([specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names], None)
             ridx = idx[idx < ref.num_frames]
             rrec, _ = self._recover(ctx, ref.frames[ridx], ridx, Path(ctx.work_dir) / "reference",
                                     self._case_K(case, ref), prefix="reference_")
             if not rrec.ok or rrec.registered.sum() < 3:
-                return [specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}") for n in names]
+                return ([specs[n].not_applicable(f"reference video could not be reconstructed: {rrec.failure}")
+                         for n in names], None)
             if rrec.reliability is not None and rrec.reliability.verdict != "reliable":
-                return [specs[n].not_applicable(f"reference video's cameras are unreliable: {rrec.reliability.reason}")
-                        for n in names]
+                return ([specs[n].not_applicable(f"reference video's cameras are unreliable: {rrec.reliability.reason}")
+                         for n in names], None)
             ref_poses = np.tile(np.eye(4), (len(idx), 1, 1))
             ref_poses[: len(ridx)] = rrec.poses
             ref_valid = np.zeros(len(idx), bool)
             ref_valid[: len(ridx)] = rrec.registered
             source = "reference video SfM"
-        if not usable:
-            return [specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names]
         from tracks.geometry.trajectory import reference_motion
 
         if ref_valid.sum() >= 3 and reference_motion(ref_poses[ref_valid]) == "rotation":
@@ -210,51 +222,87 @@ class GeometryTrack(Track):
                 fit = fit_turn(video.frames[idx], rec.K, masks, seed=ctx.seed)
             both = fit.registered & ref_valid
             if both.sum() < 3:
-                return [specs[n].failed(f"the turn-in-place fit placed only {int(both.sum())} of the frames with a "
-                                        "reference pose", floor=FAILURE_FLOOR) for n in names]
-            return camera_metrics(specs, fit.poses()[both], ref_poses[both], source,
-                                  coverage=float(both.sum()) / max(1, int(ref_valid.sum())), turn=fit.details)
+                return ([specs[n].failed(f"the turn-in-place fit placed only {int(both.sum())} of the frames with a "
+                                         "reference pose", floor=FAILURE_FLOOR) for n in names], fit)
+            return (camera_metrics(specs, fit.poses()[both], ref_poses[both], source,
+                                   coverage=float(both.sum()) / max(1, int(ref_valid.sum())), turn=fit.details), fit)
+        if not usable:
+            return ([specs[n].failed(f"unreconstructable video: {failure}", floor=FAILURE_FLOOR) for n in names], None)
         both = rec.registered & ref_valid
         if both.sum() < 3:
-            return [specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses", floor=FAILURE_FLOOR) for n in names]
-        return camera_metrics(specs, rec.poses[both], ref_poses[both], source,
-                              coverage=float(both.sum()) / max(1, int(ref_valid.sum())), reliability=rec.reliability,
-                              frame_idx=np.asarray(idx)[both], fps=video.fps)
+            return ([specs[n].failed(f"only {int(both.sum())} frames have both estimated and reference poses",
+                                     floor=FAILURE_FLOOR) for n in names], None)
+        return (camera_metrics(specs, rec.poses[both], ref_poses[both], source,
+                               coverage=float(both.sum()) / max(1, int(ref_valid.sum())), reliability=rec.reliability,
+                               frame_idx=np.asarray(idx)[both], fps=video.fps), None)
 
-    def _splats(self, frames: np.ndarray, rec: Any, ctx: EvalContext, work: Path, specs: dict) -> tuple[list[MetricValue], list[np.ndarray], dict[str, str]]:
-        import cv2
-
-        from tracks.geometry.metrics.heldout import lpips_metric, psnr_metric, ssim_metric
-        from tracks.geometry.splat import SplatConfig, export_ply, fit_splats, meta_view_pose, render_views
+    def _splat_config(self, ctx: EvalContext) -> Any:
+        from tracks.geometry.splat import SplatConfig
 
         iters = int(self._opt(ctx, "splat_iterations"))
         densify = self._opt(ctx, "densify")
-        cfg = SplatConfig(
+        return SplatConfig(
             iterations=iters,
             holdout_every=int(self._opt(ctx, "holdout_every")),
             densify=iters >= 200 if str(densify) == "auto" else _truthy(densify),
             max_gaussians=int(self._opt(ctx, "max_gaussians")),
             seed=ctx.seed,
         )
-        reg = np.nonzero(rec.registered)[0]
-        images, c2w = frames[reg], rec.poses[reg]
+
+    def _splat_input(self, frames: np.ndarray, rec: Any, turn: Any, usable: bool,
+                     ctx: EvalContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                dict[str, Any]] | None:
+        """What the splat is fitted on: ``(images, c2w, K, points, colours, meta pose, provenance)``, or ``None``.
+
+        When the reference camera turns in place the cameras are the turn-in-place fit's (its
+        orientations, one common centre, the intrinsics it used), not SfM's, which registers a part of
+        such a sweep and bends its rotations with an invented baseline. A pure rotation has no parallax:
+        the points start on the unit sphere around the centre (``splat.bearing_init``) and the held-out
+        views then measure whether each frame is the same panorama seen in the fitted direction
+        (cross-view consistency of appearance), not the scene's depth.
+        """
+        from tracks.geometry.splat import bearing_init, meta_view_pose, split_train_test, turn_meta_pose
+
+        if turn is not None and int(turn.registered.sum()) >= 3:
+            reg = np.nonzero(turn.registered)[0]
+            rot = turn.rotations[reg]
+            train, _ = split_train_test(len(reg), self._splat_config(ctx).holdout_every)
+            points, colors = bearing_init(frames[reg], rot, rec.K, train)
+            return (frames[reg], turn.poses()[reg], rec.K, points, colors, turn_meta_pose(rot),
+                    {"cameras": "turn-in-place fit", "depth": "unit sphere (a pure rotation has no parallax)"})
+        if usable and len(rec.points) > 0:
+            reg = np.nonzero(rec.registered)[0]
+            c2w = rec.poses[reg]
+            return (frames[reg], c2w, rec.K, rec.points, rec.colors,
+                    meta_view_pose(c2w, rec.points, float(self._opt(ctx, "meta_distance"))), {"cameras": "SfM"})
+        return None
+
+    def _splats(self, images: np.ndarray, c2w: np.ndarray, K: np.ndarray, points: np.ndarray, colors: np.ndarray,
+                meta_pose: np.ndarray, provenance: dict[str, Any], ctx: EvalContext, work: Path,
+                specs: dict) -> tuple[list[MetricValue], list[np.ndarray], dict[str, str]]:
+        import cv2
+
+        from tracks.geometry.metrics.heldout import lpips_metric, psnr_metric, ssim_metric
+        from tracks.geometry.splat import export_ply, fit_splats, render_views
+
+        cfg = self._splat_config(ctx)
         H, W = images.shape[1:3]
         device = "cuda" if str(ctx.device).startswith("cuda") else "cpu"
         with ctx.timed("splat_fit"):
-            fit = fit_splats(images, c2w, rec.K, rec.points, rec.colors, cfg, device=device)
+            fit = fit_splats(images, c2w, K, points, colors, cfg, device=device)
         if not fit.test_ids:
-            reason = f"too few registered frames ({len(reg)}) to hold any out"
+            reason = f"too few registered frames ({len(images)}) to hold any out"
             return [specs[n].failed(reason, floor=FAILURE_FLOOR) for n in _SPLAT_METRICS], [], {}
         with ctx.timed("splat_render"):
-            preds = render_views(fit, c2w[fit.test_ids], rec.K, W, H)
-            meta = render_views(fit, meta_view_pose(c2w, rec.points, float(self._opt(ctx, "meta_distance")))[None], rec.K, W, H)[0]
+            preds = render_views(fit, c2w[fit.test_ids], K, W, H)
+            meta = render_views(fit, meta_pose[None], K, W, H)[0]
         gts = images[fit.test_ids]
         metrics = [psnr_metric(specs["heldout_psnr"], gts, preds), ssim_metric(specs["heldout_ssim"], gts, preds)]
         with ctx.timed("lpips"):
             metrics.append(lpips_metric(specs["heldout_lpips"], gts, preds, self._opt(ctx, "lpips_weights"), device))
         fit_details = {"iterations": fit.iterations, "seconds": fit.seconds, "num_gaussians": fit.num_gaussians,
                        "train_views": len(fit.train_ids), "test_views": len(fit.test_ids), "backend": fit.backend,
-                       "final_loss": fit.losses[-1] if fit.losses else None}
+                       "final_loss": fit.losses[-1] if fit.losses else None, **provenance}
         for m in metrics:
             if m.status == "ok":
                 m.details["fit"] = fit_details
