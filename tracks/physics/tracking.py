@@ -153,6 +153,11 @@ def _box_iou(a: np.ndarray, b: np.ndarray) -> float:
     return inter / union if union > 0 else 0.0
 
 
+#: how much farther apart (mean RGB) two masks of the same named object may be than unnamed ones
+#: and still be linked (``color_gate`` times this).
+NAMED_COLOR_GATE = 2.0
+
+
 def track_objects(
     frames: np.ndarray,
     seg: Segmentation,
@@ -200,10 +205,14 @@ def track_objects(
                     continue
                 dist = float(np.linalg.norm(d.centroid - pred_c))
                 cdist = float(np.linalg.norm(d.color - lv.last.color))
-                if dist > gate or cdist > color_gate:
+                # The segmenter already named both after the same object's colour: a small body's
+                # mean colour swings with how much floor a blurred, resized frame mixes into it
+                # (a 2 px ball after crf 35), so the colour gate is looser between same-named masks.
+                cgate = color_gate * (NAMED_COLOR_GATE if lv.name and lv.name == d.name else 1.0)
+                if dist > gate or cdist > cgate:
                     continue
                 iou = _box_iou(pred_box, d.bbox)
-                cost[i, j] = (1 - iou) + dist / gate + cdist / color_gate
+                cost[i, j] = (1 - iou) + dist / gate + cdist / cgate
         matched_dets: set[int] = set()
         if cost.size:
             rows, cols = linear_sum_assignment(cost)
@@ -226,7 +235,72 @@ def track_objects(
             live.remove(lv)
             finished.append(lv)
     finished.extend(live)
+    finished = merge_interleaved(finished)
     return [_finalize(lv, all_dets, T, H, W) for lv in sorted(finished, key=lambda lv: lv.tid)]
+
+
+#: a sighting joins another track of the same name when it lies within this many of the body's radii
+#: (plus a pixel) of the line through that path's sightings either side of it
+MERGE_RADII = 1.5
+#: ... plus this share of the path's step there (a curving, accelerating path bends between sightings)
+MERGE_STEP_SHARE = 0.3
+
+
+def _path_fits(rows: dict[int, _Det]) -> bool:
+    """Whether the sightings ``rows`` (frame -> mask) make one smooth path: each lies on the line
+    through the sightings either side of it (at the ends: the line through the next two), within
+    :data:`MERGE_RADII` of the body's radius plus :data:`MERGE_STEP_SHARE` of the step there."""
+    ts = sorted(rows)
+    if len(ts) < 3:
+        return True
+    c = np.array([rows[t].centroid for t in ts])
+    t = np.array(ts, float)
+    r = float(np.sqrt(np.median([rows[u].area for u in ts]) / np.pi))
+    for k in range(len(ts)):
+        a, b = (k - 1, k + 1) if 0 < k < len(ts) - 1 else ((k + 1, k + 2) if k == 0 else (k - 2, k - 1))
+        w = (t[k] - t[a]) / (t[b] - t[a])
+        pred = (1 - w) * c[a] + w * c[b]
+        step = float(np.linalg.norm(c[b] - c[a]) / (t[b] - t[a]) * max(abs(t[k] - t[a]), abs(t[k] - t[b])))
+        tol = MERGE_RADII * r + 1.0 + MERGE_STEP_SHARE * step
+        if not 0 < k < len(ts) - 1:
+            tol *= 2.0  # extrapolated: less sure
+        if float(np.linalg.norm(c[k] - pred)) > tol:
+            return False
+    return True
+
+
+def merge_interleaved(lives: list[_Live]) -> list[_Live]:
+    """Join tracks of one named object that are never seen in the same frame and together make
+    one smooth path (:func:`_path_fits`).
+
+    A small fast body's mean colour swings with the floor a blurred, resized frame mixes into it,
+    and a mask the segmenter could not name starts a track of its own: one thrown 2 px ball then
+    becomes two tracks that take turns along its path, or one that ends where the next begins —
+    and the later one "appears from nowhere". A teleport never joins: the jump is off the path.
+    """
+    lives = list(lives)
+    while True:
+        best: tuple[int, int] | None = None
+        for i, a in enumerate(lives):
+            if not a.name:
+                continue
+            for j in range(i + 1, len(lives)):
+                b = lives[j]
+                if b.name != a.name or set(a.rows) & set(b.rows):
+                    continue
+                if _path_fits(a.rows | b.rows):
+                    best = (i, j)
+                    break
+            if best:
+                break
+        if best is None:
+            return lives
+        a, b = lives[best[0]], lives.pop(best[1])
+        a.rows = dict(sorted((a.rows | b.rows).items()))
+        ts = list(a.rows)
+        a.last_t, a.last = ts[-1], a.rows[ts[-1]]
+        a.velocity = ((a.rows[ts[-1]].centroid - a.rows[ts[-2]].centroid) / (ts[-1] - ts[-2])
+                      if len(ts) > 1 else np.zeros(2))
 
 
 #: frames a track's last motion is carried forward to decide that it left the view.

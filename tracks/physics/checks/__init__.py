@@ -170,12 +170,17 @@ def followed(inp: CheckInput, *, min_frames: int = 3) -> list[str]:
     Thermal and material rules are about bodies that change: steam, fog, a spreading puddle or
     frost split, merge and spread, so their centroids jump and their pieces come and go. There,
     only the case's ``role: subject`` body and its ``rigid: true`` objects are followed when it
-    declares roles or rigidity (possibly none: a dye that diffuses has no identity to keep).
+    declares roles or rigidity (possibly none: a dye that diffuses has no identity to keep), and
+    for a thermal rule its ``role: context`` bodies: the stage the change happens on (the pool
+    that freezes, the pot, the glass, the window; a teleported or vanished pool is a violation
+    like any other). A material rule's context may be what mixes away (two dyes).
     """
     T = len(inp.frames)
     named = [n for n in object_names(inp.tracks, named=True) if _seen(inp.tracks, n) >= min_frames]
     if named and rule_dimension(inp.rule) in ("thermal", "material"):
         keep = set(declared(inp, "role", "subject")) | set(declared(inp, "rigid", True))
+        if rule_dimension(inp.rule) == "thermal":
+            keep |= set(declared(inp, "role", "context"))
         if keep or any(o.get("role") or o.get("rigid") is not None for o in inp.objects):
             named = [n for n in named if n in keep]
     if named:

@@ -36,7 +36,8 @@ def _nanmin(a: np.ndarray) -> float:
     return float(a.min()) if len(a) else np.inf
 
 
-def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1) -> list[tuple[int, int]]:
+def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1,
+            min_speed_share: float = 0.0) -> list[tuple[int, int]]:
     """Bounces: frame ranges ``(first, last)`` (inclusive) at a *sharp* turn of vertical motion.
 
     ``direction=1``: down-then-up turns (off a floor); ``-1``: up-then-down (off a ceiling).
@@ -45,10 +46,18 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1)
     sharp (a contact) when the velocity jump across it exceeds 3x the median frame-to-frame
     velocity change: a smooth apex under constant acceleration changes velocity by one
     frame's worth of gravity only.
+
+    ``min_speed_share`` > 0 also asks a contact's speed: the mean speed over the two steps into
+    the turn and over the two out of it must both reach that share of the body's fast vertical
+    speed (90th percentile over the steps it moves). A rebound is a turn at speed; an apex is a slow turn that pixel
+    noise can make look sharp (a 30 fps throw against a busy wall).
     """
     y = y * direction
     v = np.diff(y) * fps  # v[t] = motion from frame t to t+1
     typical = typical_dv(v)
+    moving = np.abs(v[np.isfinite(v)])
+    moving = moving[moving > REST_SPEED]
+    fast = float(np.percentile(moving, 90)) if len(moving) else 0.0
     out: list[tuple[int, int]] = []
     t = 1
     while t < len(y) - 1:
@@ -65,6 +74,10 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1)
         drop = y[t] - _nanmin(y[max(0, t - 3) : t])
         rise = y[u] - _nanmin(y[u + 1 : u + 4])
         sharp = v[t - 1] - v[u] > 3 * typical
+        if min_speed_share > 0:
+            into, out_of = v[max(0, t - 2) : t], v[u : u + 2]
+            sharp = sharp and bool(np.nanmean(np.abs(into)) >= min_speed_share * fast
+                                   and np.nanmean(np.abs(out_of)) >= min_speed_share * fast)
         if drop >= MIN_FLIGHT_RANGE / 2 and rise >= MIN_FLIGHT_RANGE / 3 and sharp:
             out.append((t, u))
             t = u + 1
@@ -170,10 +183,30 @@ def collisions(cen: np.ndarray, fps: float) -> list[int]:
             jump = float(np.fmax(jump, np.linalg.norm(res[t] + res[t + 1])))
             fast = float(np.fmax(fast, sp[t + 1]))
         abrupt = np.isfinite(jump) and fast > REST_SPEED and jump > 3 * noise and jump > 0.5 * fast
+        abrupt = abrupt and _persists(v, t)
         # One event per contact; a bridged gap spreads a contact's change over three steps.
         if abrupt and (not out or out[-1] < t - (2 if filled[max(0, t - 2) : t + 1].any() else 1)):
             out.append(t)
     return out
+
+
+#: a contact changes the motion for good: the mean velocity over the two steps after it differs from
+#: the two before it by more than this share of the faster of the two.
+PERSIST_SHARE = 0.35
+
+
+def _persists(v: np.ndarray, t: int) -> bool:
+    """Whether the velocity change at frame ``t`` lasts (:data:`PERSIST_SHARE`): the two steps
+    before the step into ``t`` against the two after the step out of it (those two are left out:
+    a centroid that one frame lies off a smooth path — a 2 px ball whose blurred mask takes in
+    some floor — bends exactly them, the opposite ways). A landing, a bounce, a hit from rest
+    change the motion that follows. With no seen step on a side it cannot tell and says yes."""
+    before, after = v[max(0, t - 3) : max(0, t - 1)], v[t + 1 : t + 3]
+    before, after = before[np.isfinite(before).all(axis=1)], after[np.isfinite(after).all(axis=1)]
+    if not len(before) or not len(after):
+        return True
+    vb, va = before.mean(0), after.mean(0)
+    return bool(np.linalg.norm(va - vb) > PERSIST_SHARE * max(np.linalg.norm(va), np.linalg.norm(vb)))
 
 
 def kinetic_gain(speeds2: list[np.ndarray], t: int, window: int = 3) -> float | None:
@@ -189,6 +222,30 @@ def kinetic_gain(speeds2: list[np.ndarray], t: int, window: int = 3) -> float | 
             before += float(b.mean())
             after += float(a.mean())
     return after / before if before > REST_SPEED**2 else None
+
+
+def landings(y: np.ndarray, fps: float, window: int = 4) -> list[int]:
+    """Frames where a fall ends and the body stays down: over the ``window`` steps before, it
+    drops by at least :data:`MIN_FLIGHT_RANGE` and moves down at a median speed above
+    :data:`REST_SPEED`; over the ``window`` steps after, its median vertical speed is under a
+    quarter of that. ``y`` in frame heights (down is +), ``nan`` = unseen.
+
+    The velocity-change test (:func:`collisions`) misses a landing where the centroid's frame to
+    frame noise is as large as the fall's speed (a 2 px ball after a crf 35 resize); a fall that
+    stops for good is a contact whatever the noise, and a smooth apex or a hover never looks
+    like one (the body is not falling before it, or keeps moving after)."""
+    vy = np.diff(y) * fps  # vy[t] = motion from frame t to t+1
+    out: list[int] = []
+    for t in range(window, len(vy) - window + 1):
+        before, after = vy[t - window : t], vy[t : t + window]
+        if not (np.isfinite(before).sum() >= window - 1 and np.isfinite(after).sum() >= window - 1):
+            continue
+        fall = float(np.nanmedian(before))
+        drop = float(np.nanmax(y[t - window : t + 1]) - np.nanmin(y[t - window : t + 1]))
+        stops = fall > REST_SPEED and drop >= MIN_FLIGHT_RANGE and float(np.nanmedian(np.abs(after))) < 0.25 * fall
+        if stops and (not out or out[-1] < t - window):
+            out.append(t)
+    return out
 
 
 def bounce_frames(y: np.ndarray, fps: float) -> list[int]:
@@ -242,11 +299,31 @@ def speed2d(cen: np.ndarray, fps: float) -> np.ndarray:
     return sp
 
 
+#: still frames at the top of a flight that are its apex, not a hover (:func:`hover_frames`).
+APEX_FRAMES = 3
+
+
 def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04) -> int:
     """Frames an object spends at rest (≥ 3 in a row, 2-D speed) with its bottom above
-    ``rest_level - tol``: an unsupported object that should be falling."""
+    ``rest_level - tol``: an unsupported object that should be falling.
+
+    Up to :data:`APEX_FRAMES` still frames at the top of a flight (rising before, falling after)
+    are its apex, not a hover: a lossy encoder repeats a slow ball's pixels there (H.264 skip
+    blocks at crf 35 froze a bouncing ball for three frames)."""
     still = (speed2d(cen, fps) < REST_SPEED) & (bottom < rest_level - tol)
-    return int(sum(len(r) + 1 for r in runs(still) if len(r) >= 2))
+    y = cen[:, 1]
+    out = 0
+    for r in runs(still):
+        if len(r) < 2:
+            continue
+        first, last = int(r[0]) - 1, int(r[-1])  # the still frames (speed2d[t] is the step into t)
+        before, after = y[max(0, first - 2) : first + 1], y[last : last + 3]
+        before, after = before[np.isfinite(before)], after[np.isfinite(after)]
+        apex = (len(before) > 1 and len(after) > 1 and before[0] - before[-1] > 0 and after[-1] - after[0] > 0)
+        if apex and len(r) + 1 <= APEX_FRAMES:
+            continue
+        out += len(r) + 1
+    return out
 
 
 def spontaneous_starts(cen: np.ndarray, fps: float, window: int = 8) -> list[int]:

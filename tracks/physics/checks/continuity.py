@@ -33,7 +33,7 @@ from tracks.physics.checks import (
     rule_dimension,
 )
 
-VERSION = "4"
+VERSION = "5"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
@@ -99,13 +99,16 @@ def _main_track(tracks: list, name: str) -> int | None:
 def run(inp: CheckInput) -> CheckResult:
     names = followed(inp)
     if rule_dimension(inp.rule) in ("thermal", "material"):
-        # Only coherent bodies have a path: a shrinking solid, a rigid object. Droplets, frost and
-        # steam are many pieces that come and go.
-        coherent = {str(o["name"]) for o in inp.objects if o.get("rigid") is True or o.get("shrinks") is True}
+        # Only coherent bodies have a path: a shrinking solid, a rigid object, the stage the change
+        # happens on (``role: context``: a pool, a beaker). Droplets, frost and steam are many
+        # pieces that come and go.
+        coherent = {str(o["name"]) for o in inp.objects
+                    if o.get("rigid") is True or o.get("shrinks") is True or o.get("role") == "context"}
         names = [n for n in names if n in coherent]
     if not names:
         return not_applicable(NAME, "no object was followed (no named object, no object seen in half the frames)")
     consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
+    stage = {str(o["name"]) for o in inp.objects if o.get("role") == "context"}
     main = {n: _main_track(inp.tracks, n) for n in consumed}
     worst, per = 0.0, {}
     # Per track, not per name: an object of two bodies (two presses, two dye drops) is two paths.
@@ -123,6 +126,11 @@ def run(inp: CheckInput) -> CheckResult:
             # area holds (a teleport moves a body unchanged; an occluder eats a share of it) count.
             # What it touches still biases its centroid a little (steam over boiling water): slack.
             whole, same_body, slack = tr.visible & ~tr.at_border, TOUCHING_SAME_BODY, TOUCHING_SLACK
+        elif n in stage and int(whole.sum()) < 3:
+            # The stage the change happens on holds the changing body in every frame (the pool
+            # the ice grows in): its sightings inside the frame make the path. It loses area to
+            # the body as fast as the body grows, so the usual same-body bound on the area holds.
+            whole, slack = tr.visible & ~tr.at_border, TOUCHING_SLACK
         if int(whole.sum()) < 3:
             continue
         cen = np.where(whole[:, None], tr.centroid, np.nan)

@@ -23,7 +23,7 @@ from tracks.physics.checks import CheckInput, CheckResult, position_tolerance, s
 from tracks.physics.checks._kinematics import flights, hover_frames, mean_accel, spontaneous_starts
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "3"
+VERSION = "4"
 NAME = "gravity"
 #: a fall must cover this much (frame heights) under its fitted acceleration to count as one.
 VISIBLE_FALL = 0.02

@@ -22,15 +22,26 @@ from __future__ import annotations
 import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, object_names, series, subject
-from tracks.physics.checks._kinematics import REST_SPEED, bounce_frames, bounces, collisions, kinetic_gain, speed2d
+from tracks.physics.checks._kinematics import (
+    REST_SPEED,
+    bounce_frames,
+    bounces,
+    collisions,
+    kinetic_gain,
+    landings,
+    speed2d,
+)
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "4"
+VERSION = "5"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
 ALLOWED_GAIN = 1.05
 NAME = "impact"
+#: a rebound off nothing above turns at speed: both sides' speed at least this share of the body's
+#: fast vertical speed (an apex turns slowly; pixel noise can make it look sharp).
+CEILING_SPEED = 0.4
 
 
 def height_ratios(y: np.ndarray, bounces: list[int]) -> list[float]:
@@ -54,6 +65,10 @@ def at_rest_at_end(y: np.ndarray, fps: float, frames: int = 3) -> bool:
 
 #: a mask under this share of the object's typical area is partly hidden: its centroid is biased.
 WHOLE_AREA = 0.75
+#: a mask under this share of it is a fragment even where nothing touches it (the few pixels of a
+#: small ball a lossy frame left the object's colour); codec noise moves a small body's area by a
+#: third, not this much.
+FRAGMENT_AREA = 0.4
 
 
 def whole_centroids(tracks: list[ObjectTrack], name: str, T: int) -> np.ndarray:
@@ -61,7 +76,8 @@ def whole_centroids(tracks: list[ObjectTrack], name: str, T: int) -> np.ndarray:
     partly hidden (touching another mask with an area under :data:`WHOLE_AREA` of its median),
     else nan. A ball sliding behind another drags its centroid along the occluder's edge: that is
     not a velocity change. A small body alone in a lossy video shrinks and grows by a third from
-    frame to frame; that is codec noise, not a hidden share, and is kept."""
+    frame to frame; that is codec noise, not a hidden share, and is kept; a mask under
+    :data:`FRAGMENT_AREA` of the typical area is a sliver of it and is not."""
     cen, area, _ = series(tracks, name, clipped=False, T=T)
     touching = np.zeros(T, bool)
     for tr in tracks:
@@ -69,7 +85,9 @@ def whole_centroids(tracks: list[ObjectTrack], name: str, T: int) -> np.ndarray:
             touching |= tr.visible & tr.touching
     ok = np.isfinite(area)
     if ok.any():
-        cen[ok & touching & (area < WHOLE_AREA * float(np.nanmedian(area)))] = np.nan
+        med = float(np.nanmedian(area))
+        cen[ok & touching & (area < WHOLE_AREA * med)] = np.nan
+        cen[ok & (area < FRAGMENT_AREA * med)] = np.nan  # a sliver of the body: its centroid is off
     return cen
 
 
@@ -77,7 +95,19 @@ def contact_events(tracks: list[ObjectTrack], names: list[str], T: int, H: int, 
     """(number of collision frames over the named objects, max kinetic gain across them)."""
     cens = [whole_centroids(tracks, n, T) / H for n in names]
     speeds2 = [speed2d(c, fps)[1:] ** 2 for c in cens]
-    frames = sorted({t for c in cens for t in collisions(c, fps)})
+    # A fall that stops for good is a contact even where the centroid's noise hides the velocity
+    # change (a small body in a lossy video). A velocity change within two frames of a landing is
+    # that landing, placed by the noise: the landing's frame is where the energy is compared (a
+    # sliver of the body seen a frame early makes the last step of the fall look like a kick).
+    hits: set[int] = set()
+    lands: list[int] = []
+    for c in cens:
+        land = landings(c[:, 1], fps)
+        for t in collisions(c, fps):
+            near = [u for u in land if abs(u - t) <= 2]
+            hits.add(near[0] if near else t)
+        lands.extend(land)
+    frames = sorted(hits | {u for u in lands if all(abs(u - t) > 2 for t in hits)})
     gains = [g for t in frames if (g := kinetic_gain(speeds2, t)) is not None]
     return len(frames), max(gains, default=0.0)
 
@@ -90,7 +120,7 @@ def run(inp: CheckInput) -> CheckResult:
     b = bounce_frames(y, inp.fps)
     ratios = height_ratios(y, b)
     gain = max(ratios, default=0.0)
-    up = len(bounces(y, inp.fps, direction=-1))  # rebounds off nothing above
+    up = len(bounces(y, inp.fps, direction=-1, min_speed_share=CEILING_SPEED))  # rebounds off nothing above
     named = object_names(inp.tracks, named=True) or [name]
     hits, kgain = contact_events(inp.tracks, named, len(inp.frames), inp.height, inp.fps)
     measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain,

@@ -23,7 +23,7 @@ import numpy as np
 from tracks.physics.checks import CheckInput, CheckResult, followed, not_applicable
 from tracks.physics.tracking import EXITED, OCCLUDED, VISIBLE, ObjectTrack
 
-VERSION = "2"
+VERSION = "3"
 NAME = "permanence"
 #: a body this small (pixels) may vanish or appear between two frames: it was melting, burning
 #: or condensing away, or is below what the segmenter can hold on to.
