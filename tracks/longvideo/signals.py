@@ -15,7 +15,8 @@ motion         1 - mean |I_t - interp(I_{t-1}, I_{t+1})| / 255, the middle frame
                "re-interpolate dropped frames" idea without AMT)
 aesthetic      0.5 * colourfulness (Hasler & Suesstrunk 2003) / 100 + 0.5 * RMS contrast / 128
 background     mean over frames of the HSV colour-histogram intersection with the chunk's
-               first frame and with the previous frame (averaged)
+               first frame and with the previous frame (averaged); grey and dark pixels,
+               whose hue is codec noise, are binned by brightness alone (v5)
 subject        the same with SSIM of the grey frames (structure rather than colour)
 dynamic        mean over frame pairs of the mean of the top-5 % optical-flow magnitudes
                (pixels per frame at the analysis resolution)
@@ -104,12 +105,50 @@ def aesthetic_proxy(view: ChunkView) -> float:
     return float(np.mean(vals))
 
 
+#: saturation / value (0-255) ramps over which a pixel's hue becomes trustworthy: below the ramp it is grey or dark
+#: (4:2:0 chroma and the codec's noise spin its hue from frame to frame) and counts by brightness alone; inside the
+#: ramp it counts partly as each, so a colour cast that slowly tints a grey wall moves the histogram smoothly (v5)
+ACHROMATIC_RAMP = (24.0, 56.0)
+
+
+def _soft_bins(x: np.ndarray, n: int, span: float, circular: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Linear (tent) assignment of values in ``[0, span)`` to ``n`` bins centred at ``(k + 0.5) * span / n``:
+    ``(lower bin, upper bin, upper weight)``. A value moving across a bin edge moves its mass gradually."""
+    f = x / (span / n) - 0.5
+    lo = np.floor(f).astype(np.int64)
+    w = f - lo
+    hi = lo + 1
+    if circular:
+        lo, hi = lo % n, hi % n
+    else:
+        lo, hi = np.clip(lo, 0, n - 1), np.clip(hi, 0, n - 1)
+    return lo, hi, w
+
+
 def _hsv_hist(rgb: np.ndarray) -> np.ndarray:
+    """Soft HSV histogram (8 hues x 4 saturations x 4 values) of the coloured pixels and 4 brightness bins of the
+    grey or dark ones, each pixel split between the two by how trustworthy its hue is, and between neighbouring
+    bins by where it falls (v5: a slow colour change moves the histogram smoothly, not in jumps at bin edges);
+    normalised to sum 1."""
     import cv2
 
-    hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV)
-    h = cv2.calcHist([hsv], [0, 1, 2], None, [8, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
-    return h / max(h.sum(), 1.0)
+    hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV).reshape(-1, 3).astype(np.float64)
+    h, sat, val = hsv[:, 0], hsv[:, 1], hsv[:, 2]
+    lo, hi = ACHROMATIC_RAMP
+    chroma = np.clip((np.minimum(sat, val) - lo) / (hi - lo), 0.0, 1.0)
+    hb, sb, vb = _soft_bins(h, 8, 180.0, circular=True), _soft_bins(sat, 4, 256.0), _soft_bins(val, 4, 256.0)
+    hist = np.zeros(128)
+    for hi_h in (0, 1):
+        for hi_s in (0, 1):
+            for hi_v in (0, 1):
+                idx = hb[hi_h] * 16 + sb[hi_s] * 4 + vb[hi_v]
+                wt = (hb[2] if hi_h else 1 - hb[2]) * (sb[2] if hi_s else 1 - sb[2]) * (vb[2] if hi_v else 1 - vb[2])
+                hist += np.bincount(idx, weights=chroma * wt, minlength=128)
+    grey = np.zeros(4)
+    for hi_v in (0, 1):
+        grey += np.bincount(vb[hi_v], weights=(1.0 - chroma) * (vb[2] if hi_v else 1 - vb[2]), minlength=4)
+    out = np.concatenate([hist, grey])
+    return out / max(out.sum(), 1.0)
 
 
 def _first_prev_consistency(items: list, sim: Callable[[Any, Any], float]) -> float:
