@@ -187,41 +187,6 @@ def motion_energy(frames: np.ndarray) -> np.ndarray:
     return frame_change(frames, DELAY_SIDE)
 
 
-#: a chunk whose reference changes less than this a frame (median, grey levels at :data:`DELAY_SIDE`) shows
-#: nothing moving (an Atari screen before the serve: 0-0.05); a moving one changes 0.1-0.4 (a ball), a scene 1-20
-REFERENCE_MOVES = 0.08
-#: the video responds in a chunk when its median frame change is at least this share of the reference's:
-#: clean re-encodings (crf 35 after a 0.75x resize) keep 0.6 or more of it, a frozen chunk's codec
-#: flicker under 0.4 (bench/suites/interaction_tune, issue 56)
-RESPONSE_SHARE = 0.5
-
-
-def chunk_response(frames: np.ndarray, ref: np.ndarray, chunks: tuple[Chunk, ...] | list[Chunk]) -> dict[str, Any]:
-    """Does the video move in each chunk where its reference moves? (``frames`` and ``ref``: ``uint8 [T, H, W, 3]``
-    of one shape.)
-
-    A world that ignores an action holds still for the chunk (Atari's ball stops too, even under a no-op,
-    where the agent's own motion says nothing). Per chunk, the median whole-picture change between
-    frames inside it (:func:`motion_energy`, the boundary step left out) of the video and the reference.
-
-    Returns:
-        ``{"per_chunk": [{"index", "reference", "video", "responds"}], "moving": n, "responded": k,
-        "share": k / n or None}``; ``responds`` is ``None`` where the reference does not move.
-    """
-    e_ref, e_gen = motion_energy(ref), motion_energy(frames)
-    per = []
-    for c in chunks:
-        a, b = c.frame_start, min(c.frame_end, len(frames)) - 1  # pairs a..b-1 stay inside the chunk
-        if b - a < 1:
-            continue
-        r, g = float(np.median(e_ref[a:b])), float(np.median(e_gen[a:b]))
-        per.append({"index": c.index, "reference": round(r, 4), "video": round(g, 4),
-                    "responds": None if r < REFERENCE_MOVES else bool(g >= RESPONSE_SHARE * r)})
-    judged = [p["responds"] for p in per if p["responds"] is not None]
-    return {"per_chunk": per, "moving": len(judged), "responded": int(sum(judged)),
-            "share": float(np.mean(judged)) if judged else None}
-
-
 def _aligned_lag(frames: np.ndarray, ref: np.ndarray, max_lag: int) -> int | None:
     """Lag ``k`` (|k| <= max_lag) minimising the mean grey difference of ``frames[t]`` and ``ref[t - k]``,
     when that minimum is distinct (under half the median over lags); ``None`` when the video does

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tracks.interaction.actions import AmbiguousActionError, UnknownActionError, agent_appearance, expected_motion
-from tracks.interaction.following import REFERENCE_MOVES, chunk_response
+from tracks.interaction.response import REFERENCE_MOVES, chunk_response
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, Chunk, MetricValue, Video
@@ -329,15 +329,17 @@ def _stillness(details: dict[str, Any]) -> str | None:
 
 
 def _still_against_reference(response: dict[str, Any]) -> str | None:
-    """Why the video stands still where its reference moves (it responds in none of the chunks in which
-    the reference moves, :func:`~tracks.interaction.following.chunk_response`), else ``None``.
+    """Why the video stands still where its reference moves (it changes in none of the chunks in which
+    the reference moves, :func:`~tracks.interaction.response.chunk_response`), else ``None``. A video that
+    moves, but not the way its reference does (version 12: late, elsewhere, churning), is not still: its
+    ``world_response`` and the other metrics judge it.
 
     Chunk by chunk, not over the whole video (version 8 took the median change of all frames): a video
     that froze four chunks of six was "still" and capped like one that froze all of them
     (issue 56: ties between defect strengths)."""
-    if not response["moving"] or response["responded"]:
+    if not response["moving"] or response["moved"]:
         return None
-    per = [p for p in response["per_chunk"] if p["responds"] is not None]
+    per = [p for p in response["per_chunk"] if p["moves"] is not None]
     ref_e = float(np.median([p["reference"] for p in per]))
     gen_e = float(np.median([p["video"] for p in per]))
     return (f"the video stands still (median change {gen_e:.2f} grey levels a frame) in all {len(per)} chunk(s) "

@@ -17,7 +17,11 @@ Signals (per pair ``t -> t+1``, grey/RGB at <= 128 px):
   after) — a camera that jumps sideways at a boundary is explained by flow (so ``warp`` stays
   low) but its motion is discontinuous, while a camera that turns, then walks (the action
   changed) moves like one side or the other (track version 4; version 3 took the median of
-  all four neighbours, and every change of action read as half a jump).
+  all four neighbours, and every change of action read as half a jump). A pair's motion is the
+  whole picture's translation (:func:`best_shift`, along x or y, up to a quarter of the frame)
+  where one explains the pair (:data:`SHIFT_EXPLAINS`), else its mean DIS flow: DIS follows a few
+  pixels, so a seam that shifts the picture by 16 % of its width read as less motion than one of
+  8 % (Pong's flat field; track version 12).
 * ``feature``: 1 - cosine similarity of deep image features, only when a feature extractor
   is given (CLIP/DINO from local weights).
 
@@ -45,6 +49,13 @@ FREE_Z = 3.0
 Z_SCALE = 6.0
 MAD_TO_SIGMA = 1.4826
 
+#: reach of :func:`best_shift`, as a fraction of the frame's side
+SHIFT_REACH = 0.25
+#: a translation explains a pair when it leaves at most this share of the pair's grey change ...
+SHIFT_EXPLAINS = 0.6
+#: ... and removes at least this much of it (grey levels; codec noise at 128 px is about 0.3)
+SHIFT_MIN_GAIN = 0.25
+
 FeatureFn = Callable[[np.ndarray], np.ndarray]  # uint8 [T, H, W, 3] -> float [T, D]
 
 
@@ -54,6 +65,26 @@ def _hsv_hist(rgb: np.ndarray) -> np.ndarray:
     hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV)
     h = cv2.calcHist([hsv], [0, 1, 2], None, [8, 4, 4], [0, 180, 0, 256, 0, 256]).ravel()
     return h / max(h.sum(), 1.0)
+
+
+def best_shift(a: np.ndarray, b: np.ndarray, reach: float = SHIFT_REACH) -> tuple[tuple[int, int], float, float]:
+    """The whole-picture translation from grey frame ``a`` to ``b`` (``float32 [h, w]``): the integer
+    ``(dx, dy)``, along x or along y within ``reach`` of the side, minimising the mean ``|b[p] - a[p - d]|``
+    over the overlap, with the mean change without a shift and the one left by it."""
+    h, w = a.shape
+    raw = float(np.abs(b - a).mean())
+    best, left = (0, 0), raw
+    for dx in range(1, int(reach * w) + 1):
+        for d, r in (((dx, 0), float(np.abs(b[:, dx:] - a[:, :-dx]).mean())),
+                     ((-dx, 0), float(np.abs(b[:, :-dx] - a[:, dx:]).mean()))):
+            if r < left:
+                best, left = d, r
+    for dy in range(1, int(reach * h) + 1):
+        for d, r in (((0, dy), float(np.abs(b[dy:] - a[:-dy]).mean())),
+                     ((0, -dy), float(np.abs(b[:-dy] - a[dy:]).mean()))):
+            if r < left:
+                best, left = d, r
+    return best, raw, left
 
 
 def pair_signals(frames: np.ndarray, feature_fn: FeatureFn | None = None, max_side: int = 128) -> dict[str, np.ndarray]:
@@ -69,6 +100,9 @@ def pair_signals(frames: np.ndarray, feature_fn: FeatureFn | None = None, max_si
         f = flow(gray[t], gray[t + 1])  # gray[t][y, x] ~ gray[t+1][y + dy, x + dx]
         warp_err[t] = float(np.abs(warp(g[t + 1], f) - g[t]).mean())
         mean_flow[t] = f.reshape(-1, 2).mean(axis=0)
+        shift, raw, left = best_shift(g[t], g[t + 1])
+        if left <= SHIFT_EXPLAINS * raw and raw - left >= SHIFT_MIN_GAIN:
+            mean_flow[t] = shift  # the picture moved as a whole, maybe further than DIS reaches
     motion = np.empty(len(mean_flow), dtype=np.float64)
     for t in range(len(mean_flow)):
         # A step is not a seam: where the commanded action changes, the motion changes with it and

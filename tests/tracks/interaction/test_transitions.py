@@ -72,3 +72,30 @@ def test_library_seam_cut_is_found_at_every_boundary_of_real_clips(synth):
         found += len(rep.seam_indices)
         total += len(rep.boundaries)
     assert total >= 10 and found / total >= 0.95, f"{found}/{total}"
+
+
+def test_a_seam_beyond_the_flows_reach_reads_as_a_larger_jump_on_a_flat_field():
+    """Pong at 8 fps, every other chunk shifted sideways as ``seam_cut`` does (4, 8 and 16 % of the width): the
+    field is flat, so only the sprites and the score show the jump, and DIS flow follows 5 px but not 20 px.
+    Up to version 11 the motion signal read the 16 % shift as less motion than the 8 % one (smoothness 0.98
+    against 0.74 on the tuning split's itune-pong-s408); the whole picture's translation reaches it."""
+    import cv2
+
+    from worldolympiad.registries import GENERATORS
+
+    g = GENERATORS.get("gaming.atari_pong")
+    case = g.make_case("pong-seam", seed=5, resolution=[128, 160], num_frames=40, fps=8, num_chunks=4)
+    frames = g.render(case).video.frames
+    W = frames.shape[2]
+    smooth = []
+    for s in (0.0, 0.5, 1.0, 2.0):
+        out = frames.copy()
+        for c in case.chunks[1::2]:
+            M = np.float32([[1, 0, s * 0.08 * W], [0, 1, 0]])
+            for t in range(c.frame_start, c.frame_end):
+                out[t] = cv2.warpAffine(frames[t], M, (W, frames.shape[1]), flags=cv2.INTER_LINEAR,
+                                        borderMode=cv2.BORDER_REFLECT)
+        rep = analyze_transitions(out, [c.frame_start for c in case.chunks[1:]])
+        smooth.append(rep.smoothness)
+    assert smooth[0] > 0.95, smooth
+    assert smooth[0] > smooth[1] > smooth[2] > smooth[3], smooth

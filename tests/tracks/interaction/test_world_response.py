@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tracks.interaction import InteractionTrack
-from tracks.interaction.following import chunk_response
+from tracks.interaction.response import chunk_response
 from worldolympiad.track import EvalContext
 from worldolympiad.types import Video
 
@@ -85,3 +85,75 @@ def test_without_a_reference_world_response_is_not_applicable(maze, tmp_path):
     out = InteractionTrack().evaluate(Video(ref, case.fps, chunks=case.chunks), case, EvalContext(work_dir=tmp_path))
     m = {x.name: x for x in out.metrics}["world_response"]
     assert m.status == "not_applicable" and "no reference" in m.reason
+
+
+# --------------------------------------------------------------- version 12: motion that agrees
+@pytest.fixture(scope="module")
+def breakout():
+    from worldolympiad.registries import GENERATORS
+
+    g = GENERATORS.get("gaming.atari_breakout")
+    case = g.make_case("breakout-response", seed=1, resolution=[96, 128], num_frames=48, fps=15, num_chunks=4)
+    return case, g.render(case).video.frames
+
+
+def _churn(ref: np.ndarray, seed: int = 0) -> np.ndarray:
+    """What a random-weight model draws: the first picture under blotches that change every frame, as much
+    change a frame as the reference shows and more, nowhere in particular and going nowhere."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(len(ref)):
+        noise = cv2.GaussianBlur(rng.normal(0.0, 1.0, ref.shape[1:3]).astype(np.float32), (0, 0), 3.0)
+        noise *= 40.0 / float(noise.std())
+        out.append(np.clip(ref[0].astype(np.float32) + noise[..., None], 0, 255).astype(np.uint8))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("name", ["maze", "breakout"])
+def test_churn_that_changes_as_much_as_the_reference_does_not_respond(name, request):
+    """Version 9-11 counted any change of half the reference's as a response (the random model rose 0.407 ->
+    0.595 on smoke); the churn's motion agrees with the reference's neither in flow (the maze's camera) nor
+    in place (Breakout's ball and paddle)."""
+    case, ref = request.getfixturevalue(name)
+    r = chunk_response(_churn(ref), ref, case.chunks)
+    judged = [p for p in r["per_chunk"] if p["responds"] is not None]
+    assert judged and all(p["video"] >= 0.5 * p["reference"] for p in judged), r  # version 11 said: responds
+    assert r["share"] == 0.0, r
+    assert {p["test"] for p in judged} == {"flow" if name == "maze" else "location"}
+
+
+def test_encodings_of_the_clean_breakout_respond_where_it_moves(synth, breakout):
+    """The place test keeps the clean video at crf 23 and crf 35 after a 0.75x resize (the codec's own
+    flicker is the map's floor)."""
+    import cv2
+
+    case, ref = breakout
+    for crf, scale in ((23, 1.0), (35, 0.75)):
+        enc = synth.encode(ref, crf=crf, scale=scale, fps=int(case.fps))
+        small = np.stack([cv2.resize(f, enc.shape[1:3][::-1], interpolation=cv2.INTER_AREA) for f in ref])
+        r = chunk_response(enc, small, case.chunks)
+        assert r["moving"] >= 2 and r["share"] == 1.0, (crf, r)
+
+
+def test_a_camera_that_moves_against_the_reference_does_not_respond(maze):
+    """Each chunk played backwards moves as much, the other way: the flow projects negatively."""
+    case, ref = maze
+    order = np.arange(len(ref))
+    for c in case.chunks:
+        order[c.frame_start:c.frame_end] = order[c.frame_start:c.frame_end][::-1]
+    r = chunk_response(ref[order], ref, case.chunks)
+    assert r["share"] == 0.0, r
+    assert all(p["agreement"] < 0 for p in r["per_chunk"] if p["test"] == "flow"), r
+
+
+def test_churn_is_not_still_it_fails_world_response_and_is_judged_by_the_rest(maze, tmp_path):
+    """A video that moves, but not the way its reference does, responds nowhere; it is not the still video of
+    version 7 (score 0 or chance, motion-dependent metrics dropped): it changes in every chunk."""
+    case, ref = maze
+    out = _evaluate(_churn(ref), case, ref, tmp_path)
+    metrics = {x.name: x for x in out.metrics}
+    assert metrics["world_response"].raw == 0.0
+    assert metrics["transition_smoothness"].status == "ok", metrics["transition_smoothness"]
+    assert "capped_at_chance" not in out.coverage, out.coverage
