@@ -18,6 +18,16 @@ def _test_tracks():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_judge_server_info():
+    """``openai:`` judges share a server's /v1/models answer per process (by URL): a port the OS hands out
+    again to another test's fake server must not see the previous server's model list."""
+    from worldolympiad.judges import openai as openai_judge
+
+    openai_judge._SERVER_INFO.clear()
+    yield
+
+
 @pytest.fixture
 def videos_suite(tmp_path):
     """Three good cases with videos in ``videos/`` and a suite file; returns (suite_path, videos_dir)."""

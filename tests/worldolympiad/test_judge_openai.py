@@ -20,6 +20,7 @@ class ScriptedServer:
         self.script = list(script)
         self.requests: list[dict] = []
         self.models = models  # the /v1/models answer (None: 404, as servers without the endpoint)
+        self.gets = 0
         lock = threading.Lock()
         outer = self
 
@@ -28,6 +29,7 @@ class ScriptedServer:
                 pass
 
             def do_GET(self):  # noqa: N802 - http.server API
+                outer.gets += 1
                 data = json.dumps(outer.models).encode() if outer.models is not None else b"not found"
                 self.send_response(200 if outer.models is not None else 404)
                 self.send_header("Content-Length", str(len(data)))
@@ -309,3 +311,16 @@ def test_a_prompt_whose_text_alone_is_over_the_context_fails_without_guessing(se
     with pytest.raises(JudgeError, match="prompt of 5,000 tokens") as e:
         judge.ask_json("q", FRAMES, keys=KEYS)  # int(2 x 768 / 5000) = 0 frames: nothing to ask on
     assert e.value.kind == "context_length" and len(srv.requests) == 1
+
+
+def test_the_servers_model_list_is_asked_once_per_process_not_once_per_row(server, tmp_path):
+    """Every row builds its own judge; each asked ``/v1/models`` again (500 rows, 500 requests). The answer
+    is shared by the process's judges of one server for a while, and ``refresh`` asks again."""
+    srv = server([], models={"data": [{"id": "m", "max_model_len": 4096}]})
+    judges = [build_judge(f"openai:{srv.url}#m", cache_dir=tmp_path) for _ in range(3)]
+    assert all(j.check_served().ids == ("m",) and j.max_context == 4096 for j in judges)
+    assert srv.gets == 1
+    judges[0].server_info(refresh=True)
+    assert srv.gets == 2
+    other = server([], models={"data": [{"id": "n"}]})  # another server is asked for itself
+    assert build_judge(f"openai:{other.url}#n", cache_dir=tmp_path).check_served().ids == ("n",)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import http.client
 import json
 import os
@@ -145,6 +146,11 @@ def get_json(url: str, headers: Mapping[str, str], deadline: float) -> tuple[int
         return resp.status, None
 
 
+#: seconds a server's ``/v1/models`` answer is shared by the judges of one process
+SERVER_INFO_TTL = 300.0
+#: (base url, digest of the API key) -> (when asked, the answer)
+_SERVER_INFO: dict[tuple[str, str], tuple[float, ServerInfo | None]] = {}
+
 #: Fields of a ``/v1/models`` entry that hold the model's context in tokens, by server:
 #: vLLM ``max_model_len``; OpenRouter / LM Studio / llama.cpp style ``context_length`` and friends.
 CONTEXT_FIELDS = ("max_model_len", "context_length", "max_context_length", "context_window", "n_ctx")
@@ -241,7 +247,9 @@ class OpenAIJudge(CachedJudge):
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def server_info(self, refresh: bool = False) -> ServerInfo | None:
-        """The server's ``/v1/models`` (asked once per judge), ``None`` when it does not answer one.
+        """The server's ``/v1/models``, ``None`` when it does not answer one. Asked once per judge, and answers
+        are shared by every judge of this process for :data:`SERVER_INFO_TTL` seconds (each row builds its own
+        judge: a run of 500 rows asked 500 times).
 
         Fills ``max_context`` from the server's report unless the ``max_context`` option set it.
 
@@ -250,9 +258,15 @@ class OpenAIJudge(CachedJudge):
         """
         if self._server_asked and not refresh:
             return self._server
-        status, payload = get_json(f"{self.base_url}/models", self._headers(), min(self.timeout, 10.0))
+        key = (self.base_url, hashlib.sha256((self._api_key or "").encode()).hexdigest()[:16])
+        cached = _SERVER_INFO.get(key)
+        if cached is not None and not refresh and time.monotonic() - cached[0] < SERVER_INFO_TTL:
+            self._server = cached[1]
+        else:
+            status, payload = get_json(f"{self.base_url}/models", self._headers(), min(self.timeout, 10.0))
+            self._server = parse_models(payload) if status == 200 else None
+            _SERVER_INFO[key] = (time.monotonic(), self._server)
         self._server_asked = True
-        self._server = parse_models(payload) if status == 200 else None
         if self._server is not None and self._context_from_server:
             self.max_context = self._server.contexts.get(self.model, self.max_context)
         return self._server
