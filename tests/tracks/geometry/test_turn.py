@@ -144,3 +144,21 @@ def test_a_clean_yaw_sweep_fits_its_splat_on_the_turn_fit_cameras(yaw_case, tmp_
     assert m["heldout_psnr"].raw > 18.0 and m["heldout_ssim"].raw > 0.55
     assert m["heldout_psnr"].raw > bad["heldout_psnr"].raw and m["heldout_ssim"].raw > bad["heldout_ssim"].raw
     assert clean.score > jitter.score
+
+
+def test_a_turn_in_place_is_followed_even_when_sfm_fails(yaw_case, tmp_path, evaluate, monkeypatch):
+    """A camera that only turns gives SfM no baseline; SfM failing there is SfM's failure, not the video's:
+    the camera metrics and the splat come from the turn-in-place fit (v7 floored all of them to 0)."""
+    import tracks.geometry.sfm as sfm
+
+    def no_sfm(frames, idx, work, *, K=None, **_):
+        return sfm._failed(frames, idx, K, "pycolmap", "no model (simulated)")
+
+    monkeypatch.setattr(sfm, "recover_cameras", no_sfm)
+    case, rendered = yaw_case
+    out, _ = evaluate(rendered.video, case, tmp_path / "nosfm")
+    m = {x.name: x for x in out.metrics}
+    assert m["camera_score"].status == "ok" and m["camera_score"].normalized >= 0.85
+    assert m["registration_rate"].raw == 1.0 and m["registration_rate"].details["sfm_registered"] == 0
+    assert m["heldout_psnr"].status == "ok" and m["heldout_psnr"].details["fit"]["cameras"] == "turn-in-place fit"
+    assert m["reprojection_error"].status == "failed"  # SfM's own metric still records SfM's failure
