@@ -193,28 +193,35 @@ def track_objects(
         dets = _detections(frames[t], seg.labels[t], seg.names[t] if t < len(seg.names) else {})
         all_dets.append(dets)
         cands = [lv for lv in live if t - lv.last_t <= max_gap]
-        cost = np.full((len(cands), len(dets)), 1e6)
-        for i, lv in enumerate(cands):
-            gap = t - lv.last_t
-            pred_shift = lv.velocity * gap
-            pred_c = lv.last.centroid + pred_shift
-            pred_box = lv.last.bbox + np.r_[pred_shift, pred_shift]
-            gate = gate_frac * diag * (1 + 0.25 * (gap - 1)) + 0.5 * float(np.linalg.norm(pred_shift))
-            for j, d in enumerate(dets):
-                if lv.name and d.name and lv.name != d.name:
-                    continue
-                dist = float(np.linalg.norm(d.centroid - pred_c))
-                cdist = float(np.linalg.norm(d.color - lv.last.color))
-                # The segmenter already named both after the same object's colour: a small body's
-                # mean colour swings with how much floor a blurred, resized frame mixes into it
-                # (a 2 px ball after crf 35), so the colour gate is looser between same-named masks.
-                cgate = color_gate * (NAMED_COLOR_GATE if lv.name and lv.name == d.name else 1.0)
-                if dist > gate or cdist > cgate:
-                    continue
-                iou = _box_iou(pred_box, d.bbox)
-                cost[i, j] = (1 - iou) + dist / gate + cdist / cgate
         matched_dets: set[int] = set()
-        if cost.size:
+        matched_live: set[int] = set()
+        # Two rounds: the colour gate first; then, among what is left, masks the segmenter named
+        # after the same object may be NAMED_COLOR_GATE times farther apart in colour (a small
+        # body's mean colour swings with how much floor a blurred, resized frame mixes into it:
+        # a 2 px ball after crf 35). A mask of the body's own colour always wins the first round.
+        for widen in (1.0, NAMED_COLOR_GATE):
+            cost = np.full((len(cands), len(dets)), 1e6)
+            for i, lv in enumerate(cands):
+                if i in matched_live:
+                    continue
+                gap = t - lv.last_t
+                pred_shift = lv.velocity * gap
+                pred_c = lv.last.centroid + pred_shift
+                pred_box = lv.last.bbox + np.r_[pred_shift, pred_shift]
+                gate = gate_frac * diag * (1 + 0.25 * (gap - 1)) + 0.5 * float(np.linalg.norm(pred_shift))
+                for j, d in enumerate(dets):
+                    if j in matched_dets or (lv.name and d.name and lv.name != d.name):
+                        continue
+                    if widen > 1.0 and not (lv.name and lv.name == d.name):
+                        continue
+                    dist = float(np.linalg.norm(d.centroid - pred_c))
+                    cdist = float(np.linalg.norm(d.color - lv.last.color))
+                    if dist > gate or cdist > color_gate * widen:
+                        continue
+                    iou = _box_iou(pred_box, d.bbox)
+                    cost[i, j] = (1 - iou) + dist / gate + cdist / (color_gate * widen)
+            if not cost.size:
+                continue
             rows, cols = linear_sum_assignment(cost)
             for i, j in zip(rows, cols, strict=True):
                 if cost[i, j] >= 1e6:
@@ -226,6 +233,7 @@ def track_objects(
                 lv.name = lv.name or d.name
                 lv.rows[t] = d
                 matched_dets.add(j)
+                matched_live.add(i)
         for j, d in enumerate(dets):
             if j not in matched_dets:
                 nl = _Live(next_id, d.name, t, d, rows={t: d})
@@ -270,32 +278,35 @@ def _path_fits(rows: dict[int, _Det]) -> bool:
 
 
 def merge_interleaved(lives: list[_Live]) -> list[_Live]:
-    """Join tracks of one named object that are never seen in the same frame and together make
-    one smooth path (:func:`_path_fits`).
+    """Join tracks of one named object (and unnamed masks) that are never seen in the same frame
+    and together make one smooth path (:func:`_path_fits`).
 
     A small fast body's mean colour swings with the floor a blurred, resized frame mixes into it,
-    and a mask the segmenter could not name starts a track of its own: one thrown 2 px ball then
-    becomes two tracks that take turns along its path, or one that ends where the next begins —
+    and a mask the segmenter could not name (too much floor in it) starts a track of its own: one
+    thrown 2 px ball then becomes two tracks that take turns along its path, or one that ends where
+    the next begins —
     and the later one "appears from nowhere". A teleport never joins: the jump is off the path.
     """
     lives = list(lives)
     while True:
-        best: tuple[int, int] | None = None
-        for i, a in enumerate(lives):
+        best: tuple[_Live, _Live] | None = None
+        for a in lives:
             if not a.name:
                 continue
-            for j in range(i + 1, len(lives)):
-                b = lives[j]
-                if b.name != a.name or set(a.rows) & set(b.rows):
+            for b in lives:
+                if b is a or b.name not in (a.name, "") or set(a.rows) & set(b.rows):
                     continue
+                if not b.name and len(a.rows) < 3:
+                    continue  # an unnamed mask joins a path, not one or two sightings
                 if _path_fits(a.rows | b.rows):
-                    best = (i, j)
+                    best = (a, b)
                     break
             if best:
                 break
         if best is None:
             return lives
-        a, b = lives[best[0]], lives.pop(best[1])
+        a, b = best
+        lives.remove(b)
         a.rows = dict(sorted((a.rows | b.rows).items()))
         ts = list(a.rows)
         a.last_t, a.last = ts[-1], a.rows[ts[-1]]
