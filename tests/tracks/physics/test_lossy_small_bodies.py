@@ -142,3 +142,38 @@ def test_tracks_taking_turns_along_one_path_are_joined_and_a_jump_is_not():
     xs = [8 + 5 * t + (0 if t % 2 else 20) for t in range(T)]
     frames, seg = _scene(T, 40, 120, far, xs)
     assert len([tr for tr in track_objects(frames, seg) if tr.name == "ball"]) == 2
+
+
+def test_a_teleported_body_is_followed_not_a_nearer_mask_only_the_looser_gate_admits():
+    """``pt-melting-15fps-wide.teleport-1``: the ice cube jumps 48 px; a greyish edge of its melt,
+    also named ice_cube, lies 11 px from where it was, 60 RGB off its colour. With one round and the
+    looser gate the track took the edge and the jump went unseen (the teleport scored 1.0)."""
+    T, H, W = 12, 80, 200
+    frames = np.full((T, H, W, 3), 128, np.uint8)
+    labels = np.zeros((T, H, W), np.int32)
+    names = []
+    yy, xx = np.mgrid[:H, :W]
+    for t in range(T):
+        x = 60.0 if t < 6 else 108.0  # the cube, teleported at frame 6
+        m = (xx - x) ** 2 + (yy - 40) ** 2 <= 16
+        frames[t][m], labels[t][m] = (200, 235, 250), 1
+        nt = {1: "ice_cube"}
+        if t >= 6:  # the melt's edge, near where the cube was
+            e = (xx - 70) ** 2 + (yy - 44) ** 2 <= 9
+            frames[t][e], labels[t][e] = (187, 194, 201), 2
+            nt[2] = "ice_cube"
+        names.append(nt)
+    tracks = track_objects(frames, Segmentation(labels=labels, names=names, backend="test"))
+    first = next(tr for tr in tracks if tr.visible[0])
+    assert first.visible.all() and abs(first.centroid[6, 0] - 108.0) < 1.0  # it followed the cube
+
+
+def test_a_mask_the_segmenter_could_not_name_on_the_path_joins_it():
+    """``pt-projectile-25fps-small-ball`` crf 35: frame 4's mask had too much floor in it to be named;
+    left out, the throw's first flight was cut in two and gravity read a 17x upward pull."""
+    T = 12
+    cols = [(220, 130, 40) if t != 4 else (120, 200, 240) for t in range(T)]
+    frames, seg = _scene(T, 40, 80, cols, [8 + 5 * t for t in range(T)])
+    seg.names[4] = {1: ""}
+    ball = [tr for tr in track_objects(frames, seg) if tr.name == "ball"]
+    assert len(ball) == 1 and ball[0].visible.all()
