@@ -32,14 +32,45 @@ def ssim(gt: np.ndarray, pred: np.ndarray) -> float:
                                        sigma=1.5, use_sample_covariance=False, win_size=max(win, 3)))
 
 
+#: Held-out renders and frames are compared after a Gaussian blur of this many pixels and a 2x area
+#: downsample (v8). A splat fitted in 100 steps does not reproduce single-pixel detail, and that detail is
+#: what an encode removes or keeps (4:2:0 chroma is half resolution; crf 35 smooths): at full resolution the
+#: held-out PSNR of a clean yaw sweep rose 24.8 -> 29.3 dB from lossless to crf 35 x0.75 (0.05 of the track
+#: score) while a 0.5-strength homography jitter sat within 0.1 dB of the clean video. After this low-pass the
+#: same clean video measured 32.8 / 32.5 / 33.9 dB and the jitter 29.8 dB (bench/suites/geometry_tune, s404):
+#: a misplaced held-out view is a displacement of whole structures, which survives the low-pass.
+LOWPASS_SIGMA_PX = 1.0
+
+
+def lowpass(img: np.ndarray, sigma: float = LOWPASS_SIGMA_PX) -> np.ndarray:
+    """``uint8 [H, W, 3]`` blurred by ``sigma`` px and downsampled 2x (area): the scale held-out views are compared at
+    (views under 16 px on a side are only blurred: SSIM needs a 7 px window)."""
+    import cv2
+
+    blurred = cv2.GaussianBlur(np.ascontiguousarray(img), (0, 0), sigma)
+    if min(img.shape[:2]) < 16:
+        return blurred
+    return cv2.resize(blurred, (img.shape[1] // 2, img.shape[0] // 2), interpolation=cv2.INTER_AREA)
+
+
+def _compare(fn: Any, gts: np.ndarray, preds: np.ndarray) -> tuple[list[float], list[float]]:
+    low = [fn(lowpass(g), lowpass(p)) for g, p in zip(gts, preds, strict=True)]
+    full = [fn(g, p) for g, p in zip(gts, preds, strict=True)]
+    return low, full
+
+
 def psnr_metric(spec: MetricSpec, gts: np.ndarray, preds: np.ndarray) -> MetricValue:
-    per = [psnr(g, p) for g, p in zip(gts, preds, strict=True)]
-    return spec.value(float(np.mean(per)), {"per_view": per, "num_views": len(per)})
+    """Mean PSNR of held-out renders vs frames at the comparison scale (``lowpass``); full-resolution values in details."""
+    per, full = _compare(psnr, gts, preds)
+    return spec.value(float(np.mean(per)), {"per_view": per, "num_views": len(per), "lowpass_sigma_px": LOWPASS_SIGMA_PX,
+                                            "full_resolution": float(np.mean(full))})
 
 
 def ssim_metric(spec: MetricSpec, gts: np.ndarray, preds: np.ndarray) -> MetricValue:
-    per = [ssim(g, p) for g, p in zip(gts, preds, strict=True)]
-    return spec.value(float(np.mean(per)), {"per_view": per, "num_views": len(per)})
+    """Mean SSIM of held-out renders vs frames at the comparison scale (``lowpass``); full-resolution values in details."""
+    per, full = _compare(ssim, gts, preds)
+    return spec.value(float(np.mean(per)), {"per_view": per, "num_views": len(per), "lowpass_sigma_px": LOWPASS_SIGMA_PX,
+                                            "full_resolution": float(np.mean(full))})
 
 
 def load_lpips(weights: str | Path, device: str = "cpu") -> Any:
