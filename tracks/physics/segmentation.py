@@ -153,6 +153,15 @@ NOISE_FACTOR = 5.0
 #: 4:2:0 encodings keep full-resolution lightness but blur chroma over 2x2 pixels, so a small
 #: object's hue bleeds into its surroundings while its lightness stays.
 CHROMA_WEIGHT = 0.5
+#: the least Lab departure from the background that counts as motion toward a declared colour
+#: over a background of nearly that colour (a silver body over a grey floor)
+FAINT_THRESHOLD = 6.0
+#: a rigid body's colour mask with under this share of its pixels moving is static scenery of
+#: its colour (once the body is seen moving), unless it lies where the body was seen moving
+STATIC_SHARE = 0.2
+#: below this frame size (short side, pixels) static scenery of a body's colour is not told from
+#: the body (a body of a few pixels in a tiny render has too few moving pixels to tell)
+SCENERY_MIN_SIDE = 64
 #: below this frame size (short side, pixels) rigid bodies' masks are not opened morphologically.
 OPENING_MIN_SIDE = 96
 
@@ -217,6 +226,49 @@ class OpenCVSegmenter(Segmenter):
         best = d_obj.min(axis=0)
         return moving & (best < d_bg) & (best < 3 * self.color_threshold), k
 
+    @staticmethod
+    def _scenery_anchors(found: list[list[list[tuple[np.ndarray, float]]]], motion: np.ndarray,
+                         shaped: list[bool]) -> dict[tuple[int, int], np.ndarray]:
+        """Where a still mask of a shaped body's colour may be the body, per (object, frame).
+
+        Static scenery of a body's colour (bricks, planks behind a tan box) never moves. Once the
+        body is seen moving (a mask of its with at least :data:`STATIC_SHARE` of its pixels
+        moving, in two frames or more), a still mask of its colour is the body only near where
+        the body was last (or is next) seen moving: within its radius plus its step there (a body
+        at rest moved into place or will move off it). In a frame where the body moves, no
+        still mask of its colour is the body (a brick beside the falling box). Objects absent
+        from the result (never seen moving, or with no declared ``shape``: a stage such as a pot
+        beside steam) keep every mask.
+        """
+        import cv2
+
+        out: dict[tuple[int, int], np.ndarray] = {}
+        T = len(found)
+        for k, shape in enumerate(shaped):
+            if not shape:
+                continue
+            moving: dict[int, np.ndarray] = {}
+            for t in range(T):
+                ms = [c for c, _ in found[t][k] if motion[t][c].mean() >= STATIC_SHARE]
+                if ms:
+                    moving[t] = np.logical_or.reduce(ms)
+            with_body = np.array(sorted(moving))
+            if len(with_body) < 2:
+                continue
+            cen = {int(u): np.argwhere(moving[int(u)]).mean(axis=0) for u in with_body}
+            for t in range(T):
+                i = int(np.abs(with_body - t).argmin())
+                near_t = int(with_body[i])
+                if near_t == t:
+                    out[(k, t)] = np.zeros_like(moving[t])
+                    continue
+                j = int(with_body[i - 1 if i > 0 else i + 1])
+                step = float(np.linalg.norm(cen[near_t] - cen[j])) / max(abs(near_t - j), 1)
+                reach = 2.0 + step + float(np.sqrt(moving[near_t].sum() / np.pi))
+                away = cv2.distanceTransform((~moving[near_t]).astype(np.uint8), cv2.DIST_L2, 3)
+                out[(k, t)] = away <= reach
+        return out
+
     def segment(self, frames: np.ndarray, objects: Sequence[Mapping[str, Any]] = ()) -> Segmentation:
         import cv2
 
@@ -226,6 +278,7 @@ class OpenCVSegmenter(Segmenter):
         min_area = max(4, int(round(self.min_area_frac * H * W)))
         max_area = int(self.max_area_frac * H * W)
         kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
+        close_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
         # Opening clears one-pixel speckle, but below ~96 px a rigid body can itself be 3 px wide
         # (a ball in a downscaled upload) and would be erased; there the area floor alone drops
         # its speckle. Amorphous bodies (dye, steam, fire) keep the opening: their ragged edges
@@ -247,27 +300,37 @@ class OpenCVSegmenter(Segmenter):
         obj_labs = [(n, rgb_to_lab(c.reshape(1, 1, 3))[0, 0]) for n, c in colored]
         size_cap = [_size_cap(o, H * W) for o in objects if o.get("color") is not None]
         rigid_body = [bool(o.get("shape") or o.get("rigid") is True) for o in objects if o.get("color") is not None]
+        # bodies with a declared shape: the mechanics rules' subjects (not a stage like the pot)
+        shaped = [bool(o.get("shape")) for o in objects if o.get("color") is not None]
         # A body declared to grow (frost over a window) may cover most of the frame.
         grows = [bool(o.get("grows")) for o in objects if o.get("color") is not None]
 
+        faint = np.zeros((T, H, W), bool)
         if T >= 3 and obj_labs:
             # Ghosts: where an object rests for most of the video the median background holds the
-            # object itself, so its absence there looks like motion. Drop those pixels.
+            # object itself, so its absence there looks like motion: the frame departs from a
+            # background of the object's colour *away* from that colour. A body passing over a
+            # floor of nearly its own colour (a silver plate on grey) departs *toward* its colour
+            # and stays.
+            toward = np.zeros((T, H, W), bool)
             ghost = np.zeros((H, W), bool)
             for _, c in obj_labs:
-                ghost |= np.linalg.norm(bg - c, axis=-1) < self.color_threshold
-            motion &= ~ghost[None]
+                d_bg = np.linalg.norm(bg - c, axis=-1)
+                g = d_bg < self.color_threshold
+                ghost |= g
+                toward |= g[None] & (np.linalg.norm(lab - c, axis=-1) < d_bg[None] - FAINT_THRESHOLD / 2)
+            # Faint motion: such a body departs from the background by less than the motion
+            # threshold (lightness and texture only). Below the threshold, a departure of at least
+            # FAINT_THRESHOLD (and several times the video's own noise, measured where anything
+            # differs from the background) counts where it is toward a declared colour.
+            floor = 3.0 * float(np.percentile(diff, 90))
+            faint = toward & (diff > max(FAINT_THRESHOLD, NOISE_FACTOR * noise, floor))
+            motion = (motion & ~ghost[None]) | faint
 
-        labels = np.zeros((T, H, W), np.int32)
-        names: list[dict[int, str]] = []
+        # found[t][k]: object k's masks in frame t, with their mean colour distance
+        found: list[list[list[tuple[np.ndarray, float]]]] = []
         for t in range(T):
-            taken = np.zeros((H, W), bool)
-            inst: list[tuple[np.ndarray, str]] = []
-            # Which masks to keep when there are more than max_objects: each declared colour's
-            # closest match, then the other colour matches by how close their mean colour is (a
-            # pale wall a little like a steel block must not crowd out the block), then motion
-            # blobs by size.
-            rank: list[float] = []
+            found.append([])
             # Colour prompts first: they name the instance and survive when the object is at rest.
             # Each pixel goes to the nearest declared colour (within the threshold), so objects of
             # similar colours (a crystal and the solution it tints) split where they differ most.
@@ -279,7 +342,7 @@ class OpenCVSegmenter(Segmenter):
                     moving_named, k_moving = self._moving_match(lab[t], bg, obj_labs, motion[t])
                     nearest = np.where(moving_named, k_moving, nearest)
                     close |= moving_named
-            for k, (name, _) in enumerate(obj_labs):
+            for k in range(len(obj_labs)):
                 m = close & (nearest == k)
                 if opening or not rigid_body[k]:
                     m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
@@ -300,12 +363,43 @@ class OpenCVSegmenter(Segmenter):
                         # Too big for a body that cannot grow (an ice cube on a pale plate, a
                         # crystal in the solution it tints): its own pixels are those nearest its
                         # colour, at half the threshold.
-                        comps += _components(c & (dist[k] < self.color_threshold / 2), min_area, int(size_cap[k]))
+                        half = _components(c & (dist[k] < self.color_threshold / 2), min_area, int(size_cap[k]))
+                        comps += half
+                        if rigid_body[k] and T >= 3 and not any((h & motion[t]).any() for h in half):
+                            # A body over a floor of nearly its own colour (silver on grey): the
+                            # half threshold still joins the floor, so the body is where this
+                            # colour moves; closing bridges the patches where it passes over a
+                            # square of exactly its lightness.
+                            moved = cv2.morphologyEx((c & motion[t]).astype(np.uint8), cv2.MORPH_CLOSE, close_kernel) > 0
+                            comps += _components(moved & c, min_area, int(size_cap[k]))
                     else:
                         comps += _components(c & motion[t], min_area, max_area)
-                for comp in comps:
+                found[t].append([(comp, float(dist[k][comp].mean())) for comp in comps])
+
+        anchor = self._scenery_anchors(found, motion, shaped) if T >= 3 and min(H, W) >= SCENERY_MIN_SIDE else {}
+        labels = np.zeros((T, H, W), np.int32)
+        names: list[dict[int, str]] = []
+        for t in range(T):
+            taken = np.zeros((H, W), bool)
+            inst: list[tuple[np.ndarray, str]] = []
+            # Which masks to keep when there are more than max_objects: each declared colour's
+            # closest match, then the other colour matches by how close their mean colour is (a
+            # pale wall a little like a steel block must not crowd out the block), then motion
+            # blobs by size.
+            rank: list[float] = []
+            for k, (name, _) in enumerate(obj_labs):
+                a = anchor.get((k, t))
+                for comp, d in found[t][k]:
+                    if a is not None:
+                        if motion[t][comp].mean() < STATIC_SHARE:
+                            if a[comp].mean() < STATIC_SHARE:
+                                continue  # static scenery of the body's colour
+                        else:
+                            # the moving body without the still bricks of its colour it touches
+                            moved = comp & cv2.dilate(motion[t].astype(np.uint8), kernel).astype(bool)
+                            comp = max(_components(moved, 1, H * W), key=lambda c: int(c.sum()), default=comp)
                     inst.append((comp, name))
-                    rank.append(float(dist[k][comp].mean()))
+                    rank.append(d)
                     taken |= comp
             rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
             rest = cv2.morphologyEx(rest.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0

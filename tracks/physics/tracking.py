@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tracks.physics.segmentation import Segmentation
+from tracks.physics.segmentation import SCENERY_MIN_SIDE, Segmentation
 
 VISIBLE, OCCLUDED, EXITED, MISSING, ABSENT = "visible", "occluded", "exited", "missing", "absent"
 
@@ -244,7 +244,44 @@ def track_objects(
             finished.append(lv)
     finished.extend(live)
     finished = merge_interleaved(finished)
+    if min(H, W) >= SCENERY_MIN_SIDE:
+        finished = unname_static_namesakes(finished)
     return [_finalize(lv, all_dets, T, H, W) for lv in sorted(finished, key=lambda lv: lv.tid)]
+
+
+#: a track whose sightings all lie within this many pixels (or this share of its radius, if
+#: more) of their mean never moved: scenery, when a namesake moves beside it
+STATIC_PX = 1.5
+STATIC_RADII = 0.15
+
+
+def _extent(lv: _Live) -> tuple[float, float]:
+    """Largest distance of a track's centroids from their mean, and the body's radius (pixels)."""
+    c = np.array([d.centroid for d in lv.rows.values()])
+    r = float(np.sqrt(np.median([d.area for d in lv.rows.values()]) / np.pi))
+    return float(np.linalg.norm(c - c.mean(axis=0), axis=1).max()), r
+
+
+def unname_static_namesakes(lives: list[_Live]) -> list[_Live]:
+    """Drop the name of a track that never moves while another track of that name moves in the
+    same frames: bricks or planks of a box's colour are named after it by the segmenter, but a
+    wall never falls beside the box that does (the largest mask of a name wins its path where
+    several are seen, :func:`tracks.physics.checks.series`). A body at rest keeps its name:
+    nothing of its name moves beside it, or the moving sightings are its own (one track). Videos
+    under :data:`~tracks.physics.segmentation.SCENERY_MIN_SIDE` are left alone."""
+    moving = []
+    for lv in lives:
+        ext, r = _extent(lv)
+        moving.append(ext > max(2 * STATIC_PX, r))
+    for i, lv in enumerate(lives):
+        if not lv.name or moving[i] or len(lv.rows) < 3:
+            continue
+        ext, r = _extent(lv)
+        if ext > max(STATIC_PX, STATIC_RADII * r):
+            continue
+        if any(moving[j] and o.name == lv.name and set(o.rows) & set(lv.rows) for j, o in enumerate(lives)):
+            lv.name = ""
+    return lives
 
 
 #: a sighting joins another track of the same name when it lies within this many of the body's radii
