@@ -40,12 +40,17 @@ class Segmentation:
         names: per frame, label → object name hint (``""`` when the backend does not know it).
         backend: which segmenter produced it.
         noise: the video's noise floor as the segmenter measured it (0 when it did not).
+        found_by: per object name, how many of its masks (over all frames) were found by its
+            colour (``"colour"``) or where the frame departs from the background (``"motion"``: a
+            body whose colour is that of its surroundings, or that a lossy encoding blurred into
+            them).
     """
 
     labels: np.ndarray  # int32 [T, H, W]
     names: list[dict[int, str]] = field(default_factory=list)
     backend: str = ""
     noise: float = 0.0  # median Lab departure from the background: the video's noise floor
+    found_by: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def num_frames(self) -> int:
@@ -227,7 +232,7 @@ class OpenCVSegmenter(Segmenter):
         return moving & (best < d_bg) & (best < 3 * self.color_threshold), k
 
     @staticmethod
-    def _scenery_anchors(found: list[list[list[tuple[np.ndarray, float]]]], motion: np.ndarray,
+    def _scenery_anchors(found: list[list[list[tuple[np.ndarray, float, str]]]], motion: np.ndarray,
                          shaped: list[bool]) -> dict[tuple[int, int], np.ndarray]:
         """Where a still mask of a shaped body's colour may be the body, per (object, frame).
 
@@ -249,7 +254,7 @@ class OpenCVSegmenter(Segmenter):
                 continue
             moving: dict[int, np.ndarray] = {}
             for t in range(T):
-                ms = [c for c, _ in found[t][k] if motion[t][c].mean() >= STATIC_SHARE]
+                ms = [c for c, _, _ in found[t][k] if motion[t][c].mean() >= STATIC_SHARE]
                 if ms:
                     moving[t] = np.logical_or.reduce(ms)
             with_body = np.array(sorted(moving))
@@ -328,7 +333,7 @@ class OpenCVSegmenter(Segmenter):
             motion = (motion & ~ghost[None]) | faint
 
         # found[t][k]: object k's masks in frame t, with their mean colour distance
-        found: list[list[list[tuple[np.ndarray, float]]]] = []
+        found: list[list[list[tuple[np.ndarray, float, str]]]] = []
         for t in range(T):
             found.append([])
             # Colour prompts first: they name the instance and survive when the object is at rest.
@@ -347,6 +352,7 @@ class OpenCVSegmenter(Segmenter):
                 if opening or not rigid_body[k]:
                     m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
                 comps = _components(m, min_area, H * W)
+                by_motion: list[np.ndarray] = []  # masks found where the colour moves
                 # An object coloured like a large background region (steam against a pale wall)
                 # is found where its colour *also* moves.
                 cap = min(max_area, size_cap[k])
@@ -371,14 +377,20 @@ class OpenCVSegmenter(Segmenter):
                             # colour moves; closing bridges the patches where it passes over a
                             # square of exactly its lightness.
                             moved = cv2.morphologyEx((c & motion[t]).astype(np.uint8), cv2.MORPH_CLOSE, close_kernel) > 0
-                            comps += _components(moved & c, min_area, int(size_cap[k]))
+                            by_motion += _components(moved & c, min_area, int(size_cap[k]))
                     else:
-                        comps += _components(c & motion[t], min_area, max_area)
-                found[t].append([(comp, float(dist[k][comp].mean())) for comp in comps])
+                        by_motion += _components(c & motion[t], min_area, max_area)
+                # a mask most of whose pixels are named by motion, not by the colour threshold,
+                # was found by motion too
+                found[t].append(
+                    [(comp, float(dist[k][comp].mean()),
+                      "motion" if float((dist[k][comp] >= self.color_threshold).mean()) > 0.5 else "colour") for comp in comps]
+                    + [(comp, float(dist[k][comp].mean()), "motion") for comp in by_motion])
 
         anchor = self._scenery_anchors(found, motion, shaped) if T >= 3 and min(H, W) >= SCENERY_MIN_SIDE else {}
         labels = np.zeros((T, H, W), np.int32)
         names: list[dict[int, str]] = []
+        found_by: dict[str, dict[str, int]] = {}
         for t in range(T):
             taken = np.zeros((H, W), bool)
             inst: list[tuple[np.ndarray, str]] = []
@@ -387,9 +399,10 @@ class OpenCVSegmenter(Segmenter):
             # pale wall a little like a steel block must not crowd out the block), then motion
             # blobs by size.
             rank: list[float] = []
+            how: list[str] = []
             for k, (name, _) in enumerate(obj_labs):
                 a = anchor.get((k, t))
-                for comp, d in found[t][k]:
+                for comp, d, h in found[t][k]:
                     if a is not None:
                         if motion[t][comp].mean() < STATIC_SHARE:
                             if a[comp].mean() < STATIC_SHARE:
@@ -400,6 +413,7 @@ class OpenCVSegmenter(Segmenter):
                             comp = max(_components(moved, 1, H * W), key=lambda c: int(c.sum()), default=comp)
                     inst.append((comp, name))
                     rank.append(d)
+                    how.append(h)
                     taken |= comp
             rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
             rest = cv2.morphologyEx(rest.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
@@ -409,7 +423,13 @@ class OpenCVSegmenter(Segmenter):
             lt, nt = _paint((H, W), inst, self.max_objects, rank)
             labels[t] = lt
             names.append(nt)
-        return Segmentation(labels=labels, names=names, backend=self.name, noise=noise)
+            for lab_k, name in nt.items():
+                if name:
+                    region = lt == lab_k
+                    h = next((how[i] for i, (m, n) in enumerate(inst[:len(how)]) if n == name and m[region].all()), "colour")
+                    counts = found_by.setdefault(name, {"colour": 0, "motion": 0})
+                    counts[h] += 1
+        return Segmentation(labels=labels, names=names, backend=self.name, noise=noise, found_by=found_by)
 
 
 # ------------------------------------------------------------------------- SAM

@@ -415,6 +415,8 @@ class PhysicsTrack(Track):
                 "stage1": stage1,
                 "rules": [v.to_dict() for v in verdicts],
                 "tracks": [t.summary() for t in gen.tracks],
+                # what was segmented and how: per object, frames found by colour or by motion
+                "segmentation": {"backend": gen.seg.backend, "found_by": gen.seg.found_by},
             }), indent=1))
             out["physics_evidence"] = str(ev)
             from PIL import Image

@@ -134,3 +134,12 @@ def test_a_still_track_beside_its_moving_namesake_loses_the_name():
     # a box at rest with nothing of its name moving keeps its name
     still = Segmentation(labels=np.repeat(labels[:1], T, axis=0), names=[{1: "tan_box", 2: "tan_box"}] * T, backend="test")
     assert all(tr.name == "tan_box" for tr in track_objects(np.repeat(frames[:1], T, axis=0), still))
+
+
+def test_the_segmentation_says_how_each_body_was_found():
+    # the evidence (physics_evidence.json "segmentation") names what was tracked and how
+    frames, _, hints = _silver_over_checker()
+    assert OpenCVSegmenter().segment(frames, hints).found_by["silver_plate"] == {"colour": 0, "motion": 40}
+    frames, _, hints = _box_before_bricks()
+    still = np.repeat(frames[-1:], len(frames), axis=0)
+    assert OpenCVSegmenter().segment(still, hints).found_by["tan_box"]["motion"] == 0
