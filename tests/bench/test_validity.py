@@ -89,6 +89,7 @@ def test_a_freeze_after_the_motion_ended_is_the_clean_video_again(validity):
     changes, so the "defect" must be left out of the pairs (counted as a tie it read as a ranking error).
     A freeze while the ball still moves changes about one step's motion or more and stays a defect."""
     import numpy as np
+
     from scenarios.perturb.physics import frozen
     from worldolympiad.types import Case, Video
 

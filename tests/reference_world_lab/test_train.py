@@ -1106,13 +1106,18 @@ def test_decoder_finetune_keeps_the_latent_space_and_lowers_the_loss(toy_root: P
     assert all(not p.requires_grad for p in codec.ae.parameters())  # frozen again for serving
 
 
-@pytest.mark.parametrize("name", ["reference_world", "reference_world_96", "reference_world_96r", "reference_world_96m",
-                                  "reference_world_96mw", "reference_world_gpu", "reference_world_gpu2",
-                                  "reference_world_gpu3", "reference_world_gpu4",
-                                  "reference_world_gpu5", "reference_world_cpu_obj6w", "reference_world_physics",
-                                  "reference_world_physics_long", "reference_world_physics_long2",
-                                  "reference_world_physics_melting", "reference_world_robotics_dir",
-                                  "reference_world_ae"])
+#: the configs of the shipped weights' last stage and of its shortest expert run by default; the frozen model's
+#: other committed recipes (earlier stages, GPU sizes, experiments: ~12 minutes of CI on 2 cores) are `slow`
+_DEFAULT_RECIPES = ("reference_world_cpu_obj6w", "reference_world_physics_melting", "reference_world_ae")
+
+
+@pytest.mark.parametrize("name", [
+    n if n in _DEFAULT_RECIPES else pytest.param(n, marks=pytest.mark.slow)
+    for n in ("reference_world", "reference_world_96", "reference_world_96r", "reference_world_96m",
+              "reference_world_96mw", "reference_world_gpu", "reference_world_gpu2", "reference_world_gpu3",
+              "reference_world_gpu4", "reference_world_gpu5", "reference_world_cpu_obj6w", "reference_world_physics",
+              "reference_world_physics_long", "reference_world_physics_long2", "reference_world_physics_melting",
+              "reference_world_robotics_dir", "reference_world_ae")])
 def test_the_committed_recipe_trains_on_cpu_and_its_loss_falls(name: str, toy_root: Path, tmp_path: Path) -> None:
     """A committed config (the shipped recipe; the experimental learned-codec one) on the toy renders:
     every stage runs and the DiT loss falls within a few steps. Only data, output folder, step
