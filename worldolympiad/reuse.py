@@ -37,8 +37,6 @@ logger = logging.getLogger(__name__)
 
 #: models whose output is a pure function of the case and seed (no weights to fingerprint)
 DETERMINISTIC_PREFIXES: tuple[str, ...] = ("reference", "perturbed:", "repeat-first-frame")
-#: video file suffixes a stored generation may have
-_SUFFIXES = (".mp4", ".webm", ".avi", ".mkv", ".gif")
 
 
 def generation_key(spec: Mapping[str, Any]) -> str | None:
@@ -56,10 +54,11 @@ def generation_key(spec: Mapping[str, Any]) -> str | None:
 
 
 def _stored(videos: Path, stem: str) -> Path | None:
-    for p in sorted(videos.glob(stem + ".*")):
-        if p.suffix.lower() in _SUFFIXES and p.is_file() and not p.is_symlink():
-            return p
-    return None
+    """The video a run generated and stored for ``stem`` (a linked user file is not a generation)."""
+    from worldolympiad.workers import _existing_video
+
+    p = _existing_video(videos / f"{stem}.mp4")
+    return p if p is not None and p.is_file() and not p.is_symlink() else None
 
 
 def _sibling_rows(run_dir: Path, key: str) -> Iterable[tuple[Path, list[dict[str, Any]]]]:
