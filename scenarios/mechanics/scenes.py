@@ -123,6 +123,8 @@ class MechanicsGenerator(CaseGenerator):
         # what users' footage has behind and under its objects (tuning cases; defaults render as before)
         spec.floor = str(params.get("floor", spec.floor))
         spec.backdrop = str(params.get("backdrop", spec.backdrop))
+        for body in spec.bodies:
+            body.texture = str(params.get("texture", body.texture))
         sim = simulate(spec, fps, T, force_fn=self.force_fn(spec))
         _SIM_CACHE[key] = (spec, sim)
         if len(_SIM_CACHE) > _SIM_CACHE_SIZE:

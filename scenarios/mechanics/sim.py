@@ -92,6 +92,18 @@ BACKDROPS: dict[str, str] = {
                '<material name="wall" texture="wall" texrepeat="6 4" reflectance="0"/>',
 }
 
+#: body textures (``BodySpec.texture``): a pattern over the body's colour, as printed or painted
+#: objects have; the case still declares the body's one colour (what a user would write).
+BODY_TEXTURES: dict[str, str] = {
+    "none": "",
+    # a fine checker of the colour and the colour half-way to white (3 x 3 repeats over the body)
+    "checker": '<texture name="tex_{name}" type="2d" builtin="checker" rgb1="{base}" rgb2="{pale}" '
+               'width="64" height="64"/><material name="mat_{name}" texture="tex_{name}" texrepeat="3 3"/>',
+    # large patches of the same two tones (a two-tone ball, a box with a pale corner)
+    "patches": '<texture name="tex_{name}" type="cube" builtin="checker" rgb1="{base}" rgb2="{pale}" '
+               'width="64" height="64"/><material name="mat_{name}" texture="tex_{name}"/>',
+}
+
 
 @dataclass
 class BodySpec:
@@ -105,6 +117,7 @@ class BodySpec:
     vel: tuple[float, float, float] = (0.0, 0.0, 0.0)
     density: float = 1000.0
     friction: float = 0.0  # 0 → frictionless contact (condim 1)
+    texture: str = "none"  # a key of BODY_TEXTURES
 
     @property
     def rgb255(self) -> list[int]:
@@ -170,15 +183,22 @@ def build_xml(spec: SceneSpec, timestep: float) -> str:
     b = 2.0 * spec.zeta * math.sqrt(k)
     contact = f'solref="{-k!r} {-b!r}" solimp="0.99 0.99 0.001"'
     floor_cd = 3 if spec.floor_friction > 0 else 1
-    bodies = []
+    bodies, body_assets = [], []
     for body in spec.bodies:
-        rgba = _fmt((*COLORS[body.color], 1.0))
+        if body.texture not in BODY_TEXTURES:
+            raise ValueError(f"texture must be one of {sorted(BODY_TEXTURES)}, got {body.texture!r}")
+        rgb = np.array(COLORS[body.color])
+        look = f'rgba="{_fmt((*rgb, 1.0))}"'
+        if body.texture != "none":
+            body_assets.append(BODY_TEXTURES[body.texture].format(
+                name=body.name, base=_fmt(rgb), pale=_fmt(0.5 * rgb + 0.5)))
+            look = f'material="mat_{body.name}"'
         size = _fmt(body.size)
         cd = 3 if body.friction > 0 else 1
         fr = f'friction="{body.friction!r} 0.005 0.0001"' if body.friction > 0 else ""
         bodies.append(
             f'<body name="{body.name}" pos="{_fmt(body.pos)}"><freejoint name="{body.name}_joint"/>'
-            f'<geom name="{body.name}" type="{body.shape}" size="{size}" rgba="{rgba}" density="{body.density!r}" '
+            f'<geom name="{body.name}" type="{body.shape}" size="{size}" {look} density="{body.density!r}" '
             f'condim="{cd}" {fr} {contact}/></body>'
         )
     q = look_at_quat_mj(np.array(spec.cam_eye), np.array(spec.cam_target))
@@ -200,6 +220,7 @@ def build_xml(spec: SceneSpec, timestep: float) -> str:
     <texture name="sky" type="skybox" builtin="gradient" rgb1="0.75 0.85 0.95" rgb2="0.95 0.95 0.95" width="64" height="64"/>
     {FLOORS[spec.floor]}
     {wall_asset}
+    {''.join(body_assets)}
   </asset>
   <worldbody>
     <light name="sun" pos="0 -1 4" dir="0 0.3 -1" directional="true" castshadow="false" diffuse="0.6 0.6 0.6"/>

@@ -58,3 +58,22 @@ def test_unknown_variation_values_are_refused_by_name():
         _render("mechanics.free_fall", shape="cone")
     with pytest.raises(ValueError, match="backdrop must be one of"):
         _render("mechanics.free_fall", backdrop="jungle")
+
+
+@pytest.mark.parametrize("texture", ["checker", "patches"])
+def test_a_textured_body_keeps_its_masks_and_declared_colour_but_not_one_colour(texture):
+    case, plain = _render("mechanics.free_fall", shape="box", radius=0.2)
+    tcase, tex = _render("mechanics.free_fall", shape="box", radius=0.2, texture=texture)
+    assert np.array_equal(plain.masks, tex.masks)  # same body, same place
+    assert tcase.physics.objects[0]["color"] == case.physics.objects[0]["color"]  # declared as one colour
+    body = plain.masks[-1] == 1
+    flat = plain.video.frames[-1][body].astype(float)
+    painted = tex.video.frames[-1][body].astype(float)
+    # the pattern's pale half: far more spread over the body than shading alone gives
+    assert painted.std(0).mean() > 2 * flat.std(0).mean()
+    assert (np.linalg.norm(painted - flat, axis=-1) > 40).mean() > 0.2
+
+
+def test_an_unknown_texture_is_refused_by_name():
+    with pytest.raises(ValueError, match="texture must be one of"):
+        _render("mechanics.free_fall", texture="tartan")
