@@ -82,6 +82,9 @@ class FollowingReport:
     errors: list[str] = field(default_factory=list)
     correlation: float | None = None
     chance_reason: str | None = None  # why chance is not defined on these chunks
+    # how the agent was found in the video and in the reference (MotionSeries.tracking): "colour", or
+    # "motion" where the video erased the agent's colour (v14)
+    tracking: dict[str, str] = field(default_factory=dict)
 
     @property
     def direction_accuracy(self) -> float | None:
@@ -117,7 +120,7 @@ class FollowingReport:
         return {"chunks": [c.to_dict() for c in self.chunks], "delay_frames": self.delay_frames,
                 "delay_method": self.delay_method, "correlation": self.correlation, "errors": self.errors,
                 "moved_fraction": self.moved_fraction,
-                "chance": self.chance, "chance_reason": self.chance_reason}
+                "chance": self.chance, "chance_reason": self.chance_reason, "tracking": self.tracking}
 
 
 def _series(frames: np.ndarray, target: str, case: Case, cache: dict[str, MotionSeries]) -> MotionSeries:
@@ -278,7 +281,9 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
             report_chance_reason = why
         out.append(ChunkFollowing(c.index, exp.action, exp.target, exp.mode, [float(x) for x in v], realised, ok,
                                   expectation, mag_err, onset, chance))
-    report = FollowingReport(out, None, "none", chance_reason=report_chance_reason)
+    tracking = {name: cache["agent"].tracking for name, cache in (("video", gen_cache), ("reference", ref_cache))
+                if "agent" in cache and cache["agent"].tracking is not None}
+    report = FollowingReport(out, None, "none", chance_reason=report_chance_reason, tracking=tracking)
     moving = [c for c in out if c.mode != "none"]
     if ref is not None and np.isfinite(proj_ref).sum() >= 4:
         # up to one chunk: a model that answers a whole chunk late shows the previous action's motion

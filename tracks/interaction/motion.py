@@ -32,6 +32,9 @@ class MotionSeries:
         positions: ``[T, 2]`` agent centroids in pixels (agent only).
         areas: ``[T]`` pixel count of the tracked component (0 = not found; agent only).
         colors: ``[T, 3]`` mean RGB of the tracked component (NaN = not found; agent only).
+        tracking: how the agent was found (agent only): ``colour`` (:func:`agent_likelihood`),
+            ``motion`` (the video has erased the agent's colour: :func:`_motion_fallback`) or ``blobs``
+            (no colour known: :func:`_blob_centroids`).
     """
 
     translation: np.ndarray
@@ -40,6 +43,7 @@ class MotionSeries:
     positions: np.ndarray | None = None
     areas: np.ndarray | None = None
     colors: np.ndarray | None = None
+    tracking: str | None = None
 
 
 def camera_motion(frames: np.ndarray, max_side: int = 128, grid_step: int = 4) -> MotionSeries:
@@ -371,18 +375,24 @@ def _track_likelihood(lik: np.ndarray, static: np.ndarray | None = None, start: 
 
 def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
                      tol: float | None = None, start: tuple[float, float] | None = None,
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """Centroids of the agent's component per frame, from :func:`agent_likelihood` inside ``window``.
 
     ``tol`` is accepted for compatibility and ignored: the tolerance comes from the measured noise.
     ``start``: where the agent is in the first frame (x, y pixels), when known (an object's box).
+    Where the video has erased the agent's colour (:func:`colour_erased`) and no start is given, the
+    agent is followed by its motion instead (:func:`_motion_fallback`, v14).
+
+    Returns:
+        centroids ``[T, 2]``, areas ``[T]``, the chosen masks ``[T, h, w]`` and how the agent was
+        tracked (``colour`` or ``motion``).
     """
     T, h, w = rgb.shape[:3]
     r0, r1 = (window or {}).get("rows", [0, h])
     c0, c1 = (window or {}).get("cols", [0, w])
     r0, r1, c0, c1 = max(0, int(r0)), min(h, int(r1)), max(0, int(c0)), min(w, int(c1))
     if r1 <= r0 or c1 <= c0:
-        return np.full((T, 2), np.nan), np.zeros(T), np.zeros((T, h, w), dtype=bool)
+        return np.full((T, 2), np.nan), np.zeros(T), np.zeros((T, h, w), dtype=bool), "colour"
     x = to_ycc(rgb)
     k = background_kernel((h, w))
     bg_full = _local_background(x, k)
@@ -391,6 +401,11 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
     sub = rgb[:, r0:r1, c0:c1]
     sigma = luma_noise(x[:, r0:r1, c0:c1, 0])
     lik = agent_likelihood(sub, color, bg, sigma, tex)
+    if start is None and colour_erased(lik):
+        cents, areas, chosen = _motion_fallback(x[:, r0:r1, c0:c1, 0], float(to_ycc(color)[0]), sigma)
+        full = np.zeros((T, h, w), dtype=bool)
+        full[:, r0:r1, c0:c1] = chosen
+        return cents + np.array([c0, r0], dtype=np.float64), areas, full, "motion"
     # static structure of the agent's colour (a wall, a lane line): agent-like in the temporal median
     med = np.median(sub.astype(np.float32), axis=0)[None]
     static = agent_likelihood(med, color, np.median(bg, axis=0)[None], sigma, np.median(tex, axis=0)[None])[0] > 0
@@ -401,7 +416,74 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
     cents, areas, chosen = _track_likelihood(lik, static if start is None else None, start)
     full = np.zeros((T, h, w), dtype=bool)
     full[:, r0:r1, c0:c1] = chosen
-    return cents + np.array([c0, r0], dtype=np.float64), areas, full
+    return cents + np.array([c0, r0], dtype=np.float64), areas, full, "colour"
+
+
+def colour_erased(lik: np.ndarray) -> bool:
+    """Has the video erased the agent's colour? ``lik`` (``[T, h, w]``, :func:`agent_likelihood` over the
+    agent's window): in nine frames of ten no pixel holds even half of the agent's contrast (the 90th
+    percentile over frames of the frame's peak below :data:`HALF_MAXIMUM`).
+
+    Every clean tuning video keeps a peak of 1.00 in every frame and encoding but two at crf 35 x0.75,
+    where the codec took the sprite's chroma and most of its luma in every frame: Freeway's chicken
+    (0.49: its 91 grey levels over the road kept as 15-35) and the 84 px Pong paddle (0.45); the colour
+    tracker then followed the centre line and the kerb (issue 56). Throughout, not in most frames: a
+    video whose agent keeps its colour in the first chunk and loses it later (a model that recolours
+    it) has not been erased by a codec, and its colour tracker and identity judge the change.
+    """
+    peaks = lik.reshape(len(lik), -1).max(axis=1) if lik.size else np.zeros(len(lik))
+    return bool(len(peaks)) and float(np.percentile(peaks, 90)) < HALF_MAXIMUM
+
+
+# The motion fallback (:func:`_motion_fallback`): a pixel is the moving agent when its luma moved from
+# the pixel's temporal median towards the agent's by at least this fraction of the agent's contrast
+# there (the codec keeps 15-35 % of a moving 2-3 px sprite's contrast at crf 35 x0.75) and by more
+# than the noise; a component needs this many pixels (codec flicker on a static line of the agent's
+# colour comes in specks of 1-2 pixels, a moving sprite in 3 or more).
+FALLBACK_MIN_FRACTION = 0.15
+FALLBACK_MIN_AREA = 3
+
+
+def _motion_fallback(y: np.ndarray, agent_luma: float, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The agent followed by its motion where the video erased its colour: ``y`` (``float [T, h, w]``, the
+    window's luma), ``agent_luma`` (the agent's luma), ``sigma`` (luma noise).
+
+    What moves is what differs from the pixel's temporal median (the still scene: road, lane lines,
+    walls), and the agent is what differs from it *towards the agent's brightness*: a fraction ``beta``
+    of the agent's contrast against the median, as in :func:`agent_likelihood`, with a lower floor
+    (:data:`FALLBACK_MIN_FRACTION`) and components of at least :data:`FALLBACK_MIN_AREA` pixels, then
+    the same Viterbi path (:func:`_track_likelihood`, no static demotion: the median has none of it).
+    An agent at rest for most of the video is part of the median and unseen: between sightings the
+    path is bridged later (:func:`_bridge_gaps`); before the first and after the last sighting the
+    agent is held where it was first / last seen, as nothing in the window moved it (an agent does
+    not move without changing pixels).
+
+    Returns:
+        centroids ``[T, 2]`` (x, y in window pixels), areas ``[T]`` (0 where held or not seen) and
+        the chosen masks ``[T, h, w]``.
+    """
+    import cv2
+
+    T = len(y)
+    med = np.median(y, axis=0)[None]
+    d = y - med
+    D = agent_luma - med  # [1, h, w]: a pixel fully covered by the agent, against the still scene
+    ok = (np.abs(D) >= 4.0 * sigma + 8.0) & (np.abs(d) >= 3.0 * sigma + 6.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta = np.where(ok, d / np.where(ok, D, 1.0), 0.0)
+    lik = np.where((beta >= FALLBACK_MIN_FRACTION) & (beta <= MAX_AGENT_FRACTION), np.minimum(beta, 1.0), 0.0)
+    lik = lik.astype(np.float32)
+    for t in range(T):
+        n, labels, stats, _ = cv2.connectedComponentsWithStats((lik[t] > 0).astype(np.uint8))
+        specks = [i for i in range(1, n) if stats[i, cv2.CC_STAT_AREA] < FALLBACK_MIN_AREA]
+        if specks:
+            lik[t][np.isin(labels, specks)] = 0.0
+    cents, areas, chosen = _track_likelihood(lik)
+    seen = np.flatnonzero(areas > 0)
+    if len(seen):
+        cents[: seen[0]] = cents[seen[0]]
+        cents[seen[-1] + 1 :] = cents[seen[-1]]
+    return cents, areas, chosen
 
 
 # A view is still when at least this share of its pixels stays within STILL_GREY grey levels of
@@ -479,8 +561,8 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
             x0, y0, x1, y1 = (float(v) for v in appearance["box"])
             sx, sy = (frames.shape[2] / res[1], frames.shape[1] / res[0]) if res else (1.0, 1.0)
             start = ((x0 + x1) / 2 * sx, (y0 + y1) / 2 * sy)
-        pos, areas, chosen = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32), window, tol,
-                                              start)
+        pos, areas, chosen, tracking = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32),
+                                                        window, tol, start)
         src = frames
     else:
         src = resize_rgb(frames, 256)
@@ -488,12 +570,13 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
         pos, areas, chosen = _blob_centroids(to_gray(src, 256))
         pos = pos * scale
         areas = areas * scale**2
+        tracking = "blobs"
     colors = np.full((len(frames), 3), np.nan)
     for t in range(len(frames)):
         if chosen[t].any():
             colors[t] = src[t][chosen[t]].mean(axis=0)
     trans = np.diff(_bridge_gaps(pos), axis=0) / w
-    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos, areas, colors)
+    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos, areas, colors, tracking)
 
 
 def _bridge_gaps(pos: np.ndarray) -> np.ndarray:
