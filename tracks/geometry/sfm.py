@@ -608,13 +608,20 @@ def _opencv_recover(frames: np.ndarray, idx: np.ndarray, *, K: np.ndarray | None
     )
 
 
-def _match_pair(matcher: Any, k0: np.ndarray, d0: Any, k1: np.ndarray, d1: Any) -> tuple[np.ndarray, np.ndarray] | None:
+def match_indices(matcher: Any, k0: np.ndarray, d0: Any, k1: np.ndarray, d1: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """Ratio-test (0.8) matches of two frames' descriptors as keypoint indices ``(in frame 0, in frame 1)``,
+    or ``None`` below 8 matches."""
     if d0 is None or d1 is None or len(k0) < 8 or len(k1) < 8:
         return None
     good = [m for m, n in (p for p in matcher.knnMatch(d0, d1, k=2) if len(p) == 2) if m.distance < 0.8 * n.distance]
     if len(good) < 8:
         return None
-    return k0[[m.queryIdx for m in good]], k1[[m.trainIdx for m in good]]
+    return np.array([m.queryIdx for m in good], int), np.array([m.trainIdx for m in good], int)
+
+
+def _match_pair(matcher: Any, k0: np.ndarray, d0: Any, k1: np.ndarray, d1: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    found = match_indices(matcher, k0, d0, k1, d1)
+    return None if found is None else (k0[found[0]], k1[found[1]])
 
 
 # ----------------------------------------------------------------------- motion masks

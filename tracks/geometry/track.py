@@ -126,7 +126,16 @@ class GeometryTrack(Track):
                                              CAMERA_NAMES)
             metrics += cam_metrics
         if turn is not None:
+            # The camera is followed by the turn-in-place fit: its placements, its tracks' reprojection error and
+            # the colours of its tracks, not those of SfM's model, which invents a baseline for a pure rotation.
             metrics[0] = registration_rate_metric(specs["registration_rate"], rec, turn=turn)
+            metrics[1:3] = self._turn_structure(frames, rec.K, turn, specs)
+            if failure and int(turn.registered.sum()) >= 3:
+                # SfM failing on a pure rotation is SfM's failure, not the video's: no metric comes from it here
+                errors.remove(f"reconstruction failed: {failure}")
+            elif int(turn.registered.sum()) < 3:
+                errors.append(f"the turn-in-place fit placed only {int(turn.registered.sum())} of {len(idx)} sampled "
+                              "frames (need >= 3)")
 
         # ---- splat fit and held-out views
         renders_for_judge: list[np.ndarray] = []
@@ -163,6 +172,7 @@ class GeometryTrack(Track):
             "sfm_method": rec.method,
             "sfm_variant": rec.details.get("variant"),
             "reconstruction": "failed" if failure else (None if rec.reliability is None else rec.reliability.verdict),
+            "camera_model": "SfM" if turn is None else "turn-in-place fit",
             "intrinsics": "case" if K is not None else "estimated",
             "dynamic_mask_fraction": float(masks.mean()) if masks is not None else 0.0,
             "splat_cameras": None if splat_input is None else splat_input[-1]["cameras"],
@@ -235,6 +245,25 @@ class GeometryTrack(Track):
         return (camera_metrics(specs, rec.poses[both], ref_poses[both], source,
                                coverage=float(both.sum()) / max(1, int(ref_valid.sum())), reliability=rec.reliability,
                                frame_idx=np.asarray(idx)[both], fps=video.fps), None)
+
+    @staticmethod
+    def _turn_structure(frames: np.ndarray, K: np.ndarray, turn: Any, specs: dict) -> list[MetricValue]:  # noqa: N803
+        """``reprojection_error`` and ``appearance_drift`` of the turn-in-place fit (a camera turning in place).
+
+        Both are the SfM metrics' counterparts on the fit's feature tracks (keypoints its pairwise rotations
+        map onto one another, joined across pairs). Too few placed frames is the video's failure to be the
+        turn the reference demands (the camera metrics fail the same way), so the lowest score.
+        """
+        from tracks.geometry.metrics.photometric import appearance_drift_metric
+        from tracks.geometry.metrics.structure import turn_reprojection_error_metric
+
+        placed = int(turn.registered.sum())
+        if placed < 3:
+            why = f"the turn-in-place fit placed only {placed} of {len(turn.registered)} sampled frames (need >= 3)"
+            return [specs[n].failed(why, floor=FAILURE_FLOOR) for n in ("reprojection_error", "appearance_drift")]
+        return [turn_reprojection_error_metric(specs["reprojection_error"], turn, K),
+                appearance_drift_metric(specs["appearance_drift"], frames, observations=turn.observations(),
+                                        method="turn-in-place fit", least_squares_start=True)]
 
     def _splat_config(self, ctx: EvalContext) -> Any:
         from tracks.geometry.splat import SplatConfig

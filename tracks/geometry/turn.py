@@ -41,12 +41,67 @@ class TurnFit:
     registered: np.ndarray
     rotations: np.ndarray
     details: dict[str, Any] = field(default_factory=dict)
+    #: pixel positions of each sampled frame's SIFT keypoints ``[S][n_s, 2]``
+    keypoints: list[np.ndarray] = field(default_factory=list)
+    #: rotation inliers of each matched pair: ``(i, j) -> (keypoint indices in i, keypoint indices in j)``
+    matches: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def poses(self) -> np.ndarray:
         """Camera-to-world ``[S, 4, 4]`` with these rotations, every camera at the origin."""
         out = np.tile(np.eye(4), (len(self.rotations), 1, 1))
         out[:, :3, :3] = self.rotations
         return out
+
+    def observations(self) -> np.ndarray:
+        """Feature tracks through the pairs' rotation inliers: rows ``(track, frame, x, y)`` ``[N, 4]``.
+
+        Keypoints joined by an inlier match of any pair are one track (one scene direction); only the
+        registered frames' keypoints count, a track needs two frames, and a track that holds two keypoints
+        of one frame (a chain of matches that contradicts itself) is left out. Track ids are ``0..T-1``.
+        """
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        offsets = np.cumsum([0] + [len(k) for k in self.keypoints])
+        edges = [(offsets[i] + qi, offsets[j] + ti) for (i, j), (qi, ti) in self.matches.items()
+                 if self.registered[i] and self.registered[j] and len(qi)]
+        if not edges:
+            return np.zeros((0, 4))
+        a = np.concatenate([e[0] for e in edges])
+        b = np.concatenate([e[1] for e in edges])
+        n = int(offsets[-1])
+        _, label = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n)), directed=False)
+        nodes = np.unique(np.r_[a, b])
+        frame = np.searchsorted(offsets, nodes, side="right") - 1
+        track = label[nodes]
+        size = np.bincount(track, minlength=n)
+        frames_seen = np.bincount(np.unique(track * len(self.keypoints) + frame) // len(self.keypoints), minlength=n)
+        keep = (size[track] >= 2) & (frames_seen[track] == size[track])
+        nodes, frame, track = nodes[keep], frame[keep], track[keep]
+        _, track = np.unique(track, return_inverse=True)
+        xy = np.concatenate(self.keypoints)[nodes]
+        return np.c_[track, frame, xy].astype(np.float64)
+
+    def reprojection_errors(self, K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # noqa: N803 - intrinsics
+        """Per observation of :meth:`observations` (returned too), the reprojection error in pixels.
+
+        The turn-in-place counterpart of SfM's reprojection error: a pure rotation has no depth, so a
+        track's "3-D point" is a direction, the normalised mean of its bearings rotated into the world by
+        the fitted (globally averaged) orientations; the error is the pixel distance between the
+        keypoint and that direction projected into the frame by ``K`` and the frame's orientation.
+        """
+        obs = self.observations()
+        if len(obs) == 0:
+            return np.zeros(0), obs
+        track, frame = obs[:, 0].astype(int), obs[:, 1].astype(int)
+        b = _bearings(obs[:, 2:4], np.linalg.inv(K))
+        world = np.einsum("nij,nj->ni", self.rotations[frame], b)
+        d = np.zeros((int(track.max()) + 1, 3))
+        np.add.at(d, track, world)
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        cam = np.einsum("nji,nj->ni", self.rotations[frame], d[track])  # R_f^T d
+        px = cam @ K.T
+        return np.linalg.norm(px[:, :2] / px[:, 2:3] - obs[:, 2:4], axis=1), obs
 
 
 def _project_so3(M: np.ndarray) -> np.ndarray:
@@ -100,7 +155,7 @@ def fit_turn(frames: np.ndarray, K: np.ndarray, masks: np.ndarray | None = None,
     """
     import cv2
 
-    from tracks.geometry.sfm import _match_pair
+    from tracks.geometry.sfm import match_indices as _match_indices
 
     S = len(frames)
     rng = np.random.default_rng(seed)
@@ -114,18 +169,22 @@ def fit_turn(frames: np.ndarray, K: np.ndarray, masks: np.ndarray | None = None,
         feats.append((np.array([k.pt for k in kp], np.float64).reshape(-1, 2), de))
     matcher = cv2.BFMatcher(cv2.NORM_L2)
     rel: dict[tuple[int, int], tuple[np.ndarray, int]] = {}  # (i, j) -> (R_ji: b_j ~ R b_i, inliers)
+    inlier_matches: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     fractions, residuals = [], []
     for i in range(S):
         for j in range(i + 1, min(S, i + 1 + max_gap)):
-            pts = _match_pair(matcher, feats[i][0], feats[i][1], feats[j][0], feats[j][1])
-            if pts is None:
+            found = _match_indices(matcher, feats[i][0], feats[i][1], feats[j][0], feats[j][1])
+            if found is None:
                 continue
+            qi, ti = found
+            pts = feats[i][0][qi], feats[j][0][ti]
             b0 = _bearings(pts[0], Kinv)
             b1 = _bearings(pts[1], Kinv)
             R, inl = rotation_between(b0, b1, float(K[0, 0]), threshold_px=threshold_px, rng=rng)
             if int(inl.sum()) < min_inliers:
                 continue
             rel[(i, j)] = (R, int(inl.sum()))
+            inlier_matches[(i, j)] = (qi[inl], ti[inl])
             fractions.append(float(inl.mean()))
             residuals.append(float(np.median(np.linalg.norm(np.cross(b0[inl] @ R.T, b1[inl]), axis=1)) * K[0, 0]))
     registered, rotations = _average(S, rel)
@@ -133,7 +192,7 @@ def fit_turn(frames: np.ndarray, K: np.ndarray, masks: np.ndarray | None = None,
         "model": "rotation only (turn in place)", "pairs": len(rel), "max_gap": max_gap, "threshold_px": threshold_px,
         "mean_inlier_fraction": float(np.mean(fractions)) if fractions else 0.0,
         "median_residual_px": float(np.median(residuals)) if residuals else None,
-    })
+    }, keypoints=[f[0] for f in feats], matches=inlier_matches)
 
 
 def _bearings(xy: np.ndarray, Kinv: np.ndarray) -> np.ndarray:
