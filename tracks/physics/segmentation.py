@@ -111,6 +111,29 @@ def _components(mask: np.ndarray, min_area: int, max_area: int) -> list[np.ndarr
     return out
 
 
+def _fill_pattern(mask: np.ndarray, kernel: np.ndarray, max_hull: float) -> np.ndarray:
+    """``mask`` with the gaps of each component of body size closed within its own convex hull.
+
+    A printed or checkered body matches its declared colour only in its pattern's squares, which
+    touch at their corners (one 8-connected component); closing (``kernel``) fills the other
+    squares in. Bounding the fill by each component's convex hull keeps the closing from bridging
+    a body to nearby scenery of its colour (bricks beside a tan box): separate components are
+    never joined. A component whose hull exceeds ``max_hull`` pixels (twice the body's declared
+    box) is no body — a wood floor is patterned too — and is left as it is."""
+    import cv2
+
+    closed = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    hulls = np.zeros(mask.shape, np.uint8)
+    for i in range(1, n):
+        if stats[i, cv2.CC_STAT_AREA] < 4 or stats[i, cv2.CC_STAT_AREA] > max_hull:
+            continue
+        hull = cv2.convexHull(cv2.findNonZero((lab == i).astype(np.uint8)))
+        if cv2.contourArea(hull) <= max_hull:
+            cv2.fillConvexPoly(hulls, hull, 1)
+    return mask | (closed & (hulls > 0))
+
+
 def _size_cap(obj: Mapping[str, Any], frame_area: int) -> float:
     """Largest mask (pixels) a declared object can have: four times its declared box for a rigid
     body, 1.5 times for a shrinking one, nothing for any other body (one with a ``shape``, ``rigid: true``, or ``shrinks: true`` — the ice that
@@ -167,6 +190,9 @@ STATIC_SHARE = 0.2
 #: below this frame size (short side, pixels) static scenery of a body's colour is not told from
 #: the body (a body of a few pixels in a tiny render has too few moving pixels to tell)
 SCENERY_MIN_SIDE = 64
+#: a bounded body's colour region larger than its bound in this many frames (or a tenth of the
+#: video) is shared with the scenery: the body is named by the half threshold in every frame
+SHARED_COLOUR_FRAMES = 3
 #: below this frame size (short side, pixels) rigid bodies' masks are not opened morphologically.
 OPENING_MIN_SIDE = 96
 
@@ -230,6 +256,28 @@ class OpenCVSegmenter(Segmenter):
         k = d_obj.argmin(axis=0)
         best = d_obj.min(axis=0)
         return moving & (best < d_bg) & (best < 3 * self.color_threshold), k
+
+    def _shares_colour(self, lab: np.ndarray, obj_labs: list[tuple[str, np.ndarray]], size_cap: list[float],
+                       max_area: int, min_area: int) -> list[bool]:
+        """Per declared colour: whether it is a bounded body's (``size_cap`` under ``max_area``) whose
+        colour region (within the colour threshold) exceeds that bound in at least
+        :data:`SHARED_COLOUR_FRAMES` frames (or a tenth of them)."""
+        T = len(lab)
+        need = max(SHARED_COLOUR_FRAMES, T // 10)
+        out = []
+        for (_, c), cap in zip(obj_labs, size_cap, strict=True):
+            if cap >= max_area or need > T:
+                out.append(False)
+                continue
+            n = 0
+            for t in range(T):
+                m = np.linalg.norm(lab[t] - c, axis=-1) < self.color_threshold
+                if any(int(comp.sum()) > cap for comp in _components(m, min_area, m.size)):
+                    n += 1
+                    if n >= need:
+                        break
+            out.append(n >= need)
+        return out
 
     @staticmethod
     def _scenery_anchors(found: list[list[list[tuple[np.ndarray, float, str]]]], motion: np.ndarray,
@@ -299,6 +347,10 @@ class OpenCVSegmenter(Segmenter):
             diff = np.linalg.norm(lab - bg[None], axis=-1)
             noise = float(np.median(diff))
             motion = diff > max(self.motion_threshold, NOISE_FACTOR * noise)
+        # Pixels that depart from the background in two frames or more: not permanent scenery. A
+        # body's resting place is (its absence there before it arrives); a brick of its colour is
+        # not, though a codec's flicker may lift it over the threshold in a frame.
+        varied = motion.sum(axis=0) >= 2
 
         colored = [(str(o.get("name", f"object{i}")), np.asarray(o["color"], np.uint8))
                    for i, o in enumerate(objects) if o.get("color") is not None]
@@ -319,11 +371,15 @@ class OpenCVSegmenter(Segmenter):
             # and stays.
             toward = np.zeros((T, H, W), bool)
             ghost = np.zeros((H, W), bool)
-            for _, c in obj_labs:
+            for k, (_, c) in enumerate(obj_labs):
                 d_bg = np.linalg.norm(bg - c, axis=-1)
                 g = d_bg < self.color_threshold
                 ghost |= g
-                toward |= g[None] & (np.linalg.norm(lab - c, axis=-1) < d_bg[None] - FAINT_THRESHOLD / 2)
+                if shaped[k]:
+                    # Only a body with a declared shape moves over its floor; toward a stage's
+                    # colour (a glass) is that stage showing where a body that later rests on
+                    # it (a droplet) is not there yet: a ghost.
+                    toward |= g[None] & (np.linalg.norm(lab - c, axis=-1) < d_bg[None] - FAINT_THRESHOLD / 2)
             # Faint motion: such a body departs from the background by less than the motion
             # threshold (lightness and texture only). Below the threshold, a departure of at least
             # FAINT_THRESHOLD (and several times the video's own noise, measured where anything
@@ -331,6 +387,13 @@ class OpenCVSegmenter(Segmenter):
             floor = 3.0 * float(np.percentile(diff, 90))
             faint = toward & (diff > max(FAINT_THRESHOLD, NOISE_FACTOR * noise, floor))
             motion = (motion & ~ghost[None]) | faint
+
+        # A bounded body (rigid, shaped or shrinking) whose colour region outgrows its bound in
+        # several frames shares its colour with the scenery (an ice cube on a pale plate): in
+        # every frame only the half threshold names it, not just where the two touch, so the
+        # frames where the plate is cut into pieces (by the melt water) or only just under the
+        # bound do not lend it the plate.
+        shares = self._shares_colour(lab, obj_labs, size_cap, max_area, min_area)
 
         # found[t][k]: object k's masks in frame t, with their mean colour distance
         found: list[list[list[tuple[np.ndarray, float, str]]]] = []
@@ -349,6 +412,11 @@ class OpenCVSegmenter(Segmenter):
                     close |= moving_named
             for k in range(len(obj_labs)):
                 m = close & (nearest == k)
+                if shaped[k]:
+                    # A textured body (a printed box, a checkered plate) matches its colour only in
+                    # its pattern's squares, a pixel or two apart: they are filled in before the
+                    # opening would erase them as speckle (see _fill_pattern).
+                    m = _fill_pattern(m, close_kernel, size_cap[k] / 2)
                 if opening or not rigid_body[k]:
                     m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
                 comps = _components(m, min_area, H * W)
@@ -356,8 +424,8 @@ class OpenCVSegmenter(Segmenter):
                 # An object coloured like a large background region (steam against a pale wall)
                 # is found where its colour *also* moves.
                 cap = min(max_area, size_cap[k])
-                big = [c for c in comps if c.sum() > cap]
-                comps = [c for c in comps if c.sum() <= cap]
+                big = [c for c in comps if c.sum() > cap or shares[k]]
+                comps = [c for c in comps if c.sum() <= cap and not shares[k]]
                 if big and grows[k]:
                     # A growing body (frost over a window) is where the frame has changed since the
                     # start; it may cover most of the frame.
@@ -408,8 +476,10 @@ class OpenCVSegmenter(Segmenter):
                             if a[comp].mean() < STATIC_SHARE:
                                 continue  # static scenery of the body's colour
                         else:
-                            # the moving body without the still bricks of its colour it touches
-                            moved = comp & cv2.dilate(motion[t].astype(np.uint8), kernel).astype(bool)
+                            # the moving body without the still bricks of its colour it touches;
+                            # where it passes over its own resting place (no motion there: the
+                            # background holds the body) it keeps those pixels
+                            moved = comp & (cv2.dilate(motion[t].astype(np.uint8), kernel).astype(bool) | varied)
                             comp = max(_components(moved, 1, H * W), key=lambda c: int(c.sum()), default=comp)
                     inst.append((comp, name))
                     rank.append(d)

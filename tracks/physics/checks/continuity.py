@@ -33,7 +33,7 @@ from tracks.physics.checks import (
     rule_dimension,
 )
 
-VERSION = "5"
+VERSION = "6"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
@@ -59,8 +59,9 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
     """Largest unexplained step of a centroid path ``[T, 2]`` (same units as ``cen``) and its frame.
 
     Steps are per frame between successive sightings (a gap's step is divided by its length).
-    A step across which the body's ``area`` changes by more than :data:`SAME_BODY` is not a
-    teleport but a change of what was segmented (a melting body splitting, steam merging).
+    A step across which the body's ``area`` changes by more than :data:`SAME_BODY` against its own
+    trend (:func:`_other_segment`) is not a teleport but a change of what was segmented (a melting
+    body splitting, steam merging).
     """
     idx = np.flatnonzero(~np.isnan(cen[:, 0]))
     if len(idx) < 2:
@@ -74,10 +75,8 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
         around = [x for x in (prev, nxt) if x is not None]
         if not around:
             continue
-        if area is not None:
-            a0, a1 = float(area[idx[k]]), float(area[idx[k + 1]])
-            if max(a0, a1) > same_body * max(min(a0, a1), 1.0):
-                continue
+        if area is not None and _other_segment(area[idx], k, same_body):
+            continue
         # Per axis: a bounce reverses the step along one axis (a residual up to that step's
         # size) and leaves the other alone; a sideways jump of a falling object stands out.
         resid = np.abs(d[k] - np.mean(around, axis=0))
@@ -86,6 +85,19 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
         if excess > worst:
             worst, where = excess, int(idx[k + 1])
     return worst, where
+
+
+def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3) -> bool:
+    """Whether the area across step ``k`` (sighting ``k`` to ``k + 1`` of ``area``, the body's area at
+    its successive sightings) changes by more than ``same_body`` against the body's own trend: the
+    median ratio of up to ``window`` steps either side (1 without neighbours). A melting cube loses
+    a tenth of its area each frame and keeps doing so across a teleport; a split or a merge breaks
+    the trend (and, being one step, does not move the median of its neighbours')."""
+    a = np.maximum(np.asarray(area, float), 1.0)
+    logs = np.diff(np.log(a))
+    around = np.r_[logs[max(k - window, 0):k], logs[k + 1:k + 1 + window]]
+    trend = float(np.median(around)) if len(around) else 0.0
+    return bool(abs(logs[k] - trend) > np.log(same_body))
 
 
 def _main_track(tracks: list, name: str) -> int | None:
