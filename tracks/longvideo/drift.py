@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tracks.interaction.flow import FlowEstimator
-from tracks.longvideo.signals import SIGNALS, ChunkView, chunk_signals
+from tracks.longvideo.signals import DYNAMIC_SIDE, SIGNALS, ChunkView, chunk_signals
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS, chunk_bounds, normalized_vde, video_drift_error
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ def measure_drift(
     frame_stride: int = 1,
     learned: dict[str, ChunkSignalFn] | None = None,
     provenance: dict[str, str] | None = None,
+    dynamic_side: int = DYNAMIC_SIDE,
 ) -> DriftReport:
     """Split ``frames`` (``uint8 [T, H, W, 3]``) into ``num_chunks`` equal chunks and compute VDE per signal.
 
@@ -87,6 +88,8 @@ def measure_drift(
             videos; chunk boundaries are still those of the full video).
         learned: signal name → learned per-chunk function replacing the model-free one.
         provenance: signal name → what computed it (copied into each signal's details).
+        dynamic_side: longer side of the fixed luma grid the model-free ``dynamic`` signal is measured on
+            (:data:`~tracks.longvideo.signals.DYNAMIC_SIDE`; 0 = at ``max_side`` as the other signals, v5).
 
     Raises:
         ValueError: fewer frames than chunks.
@@ -100,7 +103,8 @@ def measure_drift(
     for start, end in bounds:
         chunk = frames[start:end:frame_stride]
         if free:
-            vals = chunk_signals(ChunkView.from_frames(chunk, max_side), free, flow)
+            vals = chunk_signals(ChunkView.from_frames(chunk, max_side, dynamic_side if "dynamic" in free else 0),
+                                 free, flow)
             for k, v in vals.items():
                 per_chunk[k].append(v)
         for name, fn in learned.items():
