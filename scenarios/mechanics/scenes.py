@@ -145,7 +145,8 @@ class MechanicsGenerator(CaseGenerator):
             half = np.array(b.size if b.shape == "box" else b.size * 3, float)
             uv = project_points(K, c2w, sim.positions[0, i] + corners * half)
             box = [float(uv[:, 0].min()), float(uv[:, 1].min()), float(uv[:, 0].max()), float(uv[:, 1].max())]
-            objects.append({"name": b.name, "color": b.rgb255, "box": [round(x, 2) for x in box], "shape": b.shape})
+            objects.append({"name": b.name, "color": b.rgb255, "box": [round(x, 2) for x in box], "shape": b.shape,
+                            "size_m": [round(2 * float(v), 6) for v in b.size]})
         gt = {
             "objects": {
                 b.name: {

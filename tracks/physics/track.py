@@ -127,6 +127,20 @@ def _cap_frames(video: Video, max_frames: int) -> tuple[np.ndarray, float]:
     return video.frames[idx], video.fps * len(idx) / T
 
 
+def case_focal(case: Case, height: int) -> float | None:
+    """The case camera's vertical focal length in pixels of a video ``height`` rows tall, or ``None``
+    when the case declares no camera or a moving one (a fall's pixels then mix in the camera's
+    motion). A model that keeps the case's view keeps its focal length; a resized video scales it."""
+    cam = case.camera
+    if cam is None or case.height <= 0:
+        return None
+    poses = cam.poses
+    if len(poses) and float(np.abs(poses - poses[0]).max()) > 1e-6:
+        return None
+    fy = float(cam.K[1, 1])
+    return fy * height / case.height if fy > 0 else None
+
+
 def analyse(frames: np.ndarray, fps: float, segmenter: Any, hints: list[dict[str, Any]]) -> Analysis:
     """Segment and track one video."""
     from tracks.physics.tracking import track_objects
@@ -297,7 +311,9 @@ class PhysicsTrack(Track):
         def check_input(rule: str) -> CheckInput:
             # The checks judge the video alone (tracks/physics/checks/__init__.py); the reference
             # only lends object colours and, below, the separate trajectory agreement.
-            return CheckInput(gen.tracks, gen.frames, gen.fps, rule, objects=gen_hints, noise=gen.seg.noise)
+            return CheckInput(gen.tracks, gen.frames, gen.fps, rule, objects=gen_hints, noise=gen.seg.noise,
+                              focal=case_focal(case, frames.shape[1]),
+                              case_rules=tuple(case.physics.rules) if case.physics else ())
 
         # ---- stage 1: which rules apply
         applicability: dict[str, str] = {}

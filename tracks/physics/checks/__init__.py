@@ -62,6 +62,12 @@ class CheckInput:
         objects: the case's ``physics.objects`` (name, colour, ``role``, ``rigid``...), as hints.
         noise: the video's noise floor (median Lab departure from its background) measured
             by the segmenter.
+        focal: the case camera's vertical focal length in this video's pixels, when the case
+            declares a static camera (``None`` otherwise). With an object's declared physical
+            size (``size_m``) it gives metres per pixel at the object, so a check can compare a
+            fall with g (:mod:`tracks.physics.checks.gravity`).
+        case_rules: every rule the case declares (a check of one rule may need to know another
+            acts too: a fall into water under ``buoyancy`` is no free fall).
     """
 
     tracks: list[ObjectTrack]
@@ -73,6 +79,8 @@ class CheckInput:
     ref_fps: float | None = None
     objects: list[dict[str, Any]] = field(default_factory=list)
     noise: float = 0.0
+    focal: float | None = None
+    case_rules: tuple[str, ...] = ()
 
     @property
     def height(self) -> int:

@@ -22,6 +22,8 @@ Score = exp(-excess / 0.05) (excess in frame heights).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tracks.physics.checks import (
@@ -33,17 +35,29 @@ from tracks.physics.checks import (
     rule_dimension,
 )
 
-VERSION = "6"
+VERSION = "7"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
 SAME_BODY = 1.5
 #: the same for a consumed body followed through frames where it touches another object.
 TOUCHING_SAME_BODY = 1.15
-#: extra tolerance (frame heights) on that path: a touching neighbour shifts the centroid a little.
+#: extra tolerance (frame heights) on that path: a touching neighbour shifts the centroid a little,
+#: at most this much, and for a consumed body at most :data:`TOUCHING_SHARE` of its size.
 TOUCHING_SLACK = 0.05
+#: a consumed body's slack as a share of its size (``sqrt(area)``): what gaining or losing 15 % of
+#: its area along one edge moves its centroid, with room to spare.
+TOUCHING_SHARE = 0.25
 #: an excess this small (frame heights) lowers the score but does not fail the rule.
 DEAD_ZONE = 0.02
+
+
+def touching_slack(tr, sightings: np.ndarray, height: int) -> float:  # type: ignore[no-untyped-def]
+    """Slack (frame heights) for a consumed body's path through touching frames: a share of its
+    size, capped at :data:`TOUCHING_SLACK` (a 20 px crystal in its tinted water gets 5 px, not 8)."""
+    area = tr.area[sightings]
+    size = float(np.sqrt(np.nanmedian(area))) if len(area) else 0.0
+    return min(TOUCHING_SLACK, TOUCHING_SHARE * size / max(height, 1))
 
 
 def steps(cen: np.ndarray) -> np.ndarray:
@@ -58,12 +72,15 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
                 same_body: float = 1.5) -> tuple[float, int | None]:
     """Largest unexplained step of a centroid path ``[T, 2]`` (same units as ``cen``) and its frame.
 
-    Steps are per frame between successive sightings (a gap's step is divided by its length).
+    Steps are per frame between successive sightings (a gap's step is divided by its length);
+    a sighting whose area breaks from both neighbours is left out (:func:`partial_sightings`).
     A step across which the body's ``area`` changes by more than :data:`SAME_BODY` against its own
     trend (:func:`_other_segment`) is not a teleport but a change of what was segmented (a melting
     body splitting, steam merging).
     """
     idx = np.flatnonzero(~np.isnan(cen[:, 0]))
+    if area is not None:
+        idx = idx[~partial_sightings(area[idx], same_body)]
     if len(idx) < 2:
         return 0.0, None
     d = np.diff(cen[idx], axis=0) / np.diff(idx)[:, None]  # [n, 2]
@@ -85,6 +102,20 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
         if excess > worst:
             worst, where = excess, int(idx[k + 1])
     return worst, where
+
+
+def partial_sightings(area: np.ndarray, same_body: float) -> np.ndarray:
+    """Sightings (of a body's successive ones) whose area breaks from both neighbours by more than
+    ``same_body`` while the neighbours agree with each other: a body half found in one frame (a
+    lossy frame, a teleported body caught mid-paste). Their centroids are biased, so the path links
+    the sightings either side; a split or merge that lasts keeps its new area and is not dropped."""
+    a = np.log(np.maximum(np.asarray(area, float), 1.0))
+    out = np.zeros(len(a), bool)
+    lim = np.log(same_body)
+    for k in range(1, len(a) - 1):
+        if abs(a[k] - a[k - 1]) > lim and abs(a[k] - a[k + 1]) > lim and abs(a[k + 1] - a[k - 1]) <= lim:
+            out[k] = True
+    return out
 
 
 def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3) -> bool:
@@ -122,7 +153,8 @@ def run(inp: CheckInput) -> CheckResult:
     consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
     stage = {str(o["name"]) for o in inp.objects if o.get("role") == "context"}
     main = {n: _main_track(inp.tracks, n) for n in consumed}
-    worst, per = 0.0, {}
+    worst = 0.0
+    per: dict[str, dict[str, Any]] = {}
     # Per track, not per name: an object of two bodies (two presses, two dye drops) is two paths.
     for tr in inp.tracks:
         n = tr.name or f"#{tr.id}"
@@ -131,27 +163,35 @@ def run(inp: CheckInput) -> CheckResult:
         # A partly hidden body's centroid is biased (behind an occluder, cut by the border):
         # only whole sightings make a path.
         whole = tr.visible & ~tr.touching
-        same_body, slack = SAME_BODY, 0.0
-        if n in consumed and int(whole.sum()) < 3:
-            # A consumed body can sit in what it becomes in every frame (ice in its melt water):
-            # then its sightings inside the frame make the path, and only steps across which its
-            # area holds (a teleport moves a body unchanged; an occluder eats a share of it) count.
-            # What it touches still biases its centroid a little (steam over boiling water): slack.
-            whole, same_body, slack = tr.visible & ~tr.at_border, TOUCHING_SAME_BODY, TOUCHING_SLACK
+        paths = []  # (sightings, same-body bound, slack)
+        inside = tr.visible & ~tr.at_border
+        if int(whole.sum()) >= 3:
+            paths.append((whole, SAME_BODY, 0.0))
+        if n in consumed and (int(whole.sum()) < 3 or (inside & ~whole).any()):
+            # A consumed body can sit in what it becomes (ice in its melt water, a crystal in the
+            # water it tints), in every frame or in a stretch of them: its sightings inside the
+            # frame make a second path, on which only steps across which its area holds count (a
+            # teleport moves a body unchanged; an occluder eats a share of it). What it touches
+            # still biases its centroid (steam over boiling water): slack, at most what a 15 %
+            # change of its area at one edge can shift it.
+            paths.append((inside, TOUCHING_SAME_BODY, touching_slack(tr, inside, inp.height)))
         elif n in stage and int(whole.sum()) < 3:
             # The stage the change happens on holds the changing body in every frame (the pool
             # the ice grows in): its sightings inside the frame make the path. It loses area to
             # the body as fast as the body grows, so the usual same-body bound on the area holds.
-            whole, slack = tr.visible & ~tr.at_border, TOUCHING_SLACK
-        if int(whole.sum()) < 3:
-            continue
-        cen = np.where(whole[:, None], tr.centroid, np.nan)
-        area = np.where(whole, tr.area, np.nan)
-        tol = position_tolerance(inp, float(np.nanmedian(area))) + slack
-        excess, at = jump_excess(cen / inp.height, tol, area, same_body)
+            paths.append((inside, SAME_BODY, TOUCHING_SLACK))
         key = n if n not in per else f"{n}#{tr.id}"
-        per[key] = {"excess": excess, "frame": at, "tolerance": tol}
-        worst = max(worst, excess)
+        for sightings, same_body, slack in paths:
+            if int(sightings.sum()) < 3:
+                continue
+            cen = np.where(sightings[:, None], tr.centroid, np.nan)
+            area = np.where(sightings, tr.area, np.nan)
+            tol = position_tolerance(inp, float(np.nanmedian(area))) + slack
+            excess, at = jump_excess(cen / inp.height, tol, area, same_body)
+            if key in per and float(per[key]["excess"]) >= excess:
+                continue  # the track's other path found the larger jump
+            per[key] = {"excess": excess, "frame": at, "tolerance": tol}
+            worst = max(worst, excess)
     if not per:
         return not_applicable(NAME, "no followed object was seen in three frames")
     score = float(np.exp(-worst / 0.05))

@@ -8,25 +8,117 @@ or slides away by itself: the signature of time-reversed falls and slides; a sta
 another object is a push and is allowed).
 
 The true acceleration in pixels depends on the camera, which a video alone does not give, so
-any clearly downward acceleration passes; a video in which nothing falls fails (the rule
-applies, so something should). The fit residual is allowed the segmentation's jitter.
+without one any clearly downward acceleration passes; a video in which nothing falls fails (the
+rule applies, so something should). The fit residual is allowed the segmentation's jitter.
+
+**In metres (v5).** When the case declares a static camera (its focal length, ``CheckInput.focal``)
+and the subject's physical size (``size_m``: a sphere's diameter, a box's three edges, a
+cylinder's diameter and height), the subject's depth follows from its silhouette: a convex body's
+projected area averaged over orientations is a quarter of its surface (Cauchy), so
+``depth = focal · sqrt(S / 4 / area_px)``, exact for a sphere, at most ~1.7x too far for a thin
+plate seen edge-on and ~0.9x for one seen face-on. Free flights (no sideways acceleration: not a slope, not a pivot; not under `buoyancy`) then read in m/s² and
+is compared with g: a fall under ``G_LOW`` g (a weaker gravity, or a world drawn smaller than the
+case says) or over ``G_HIGH`` g fails. Without a camera or a size this part is skipped and named
+in ``measured["metric"]``.
 
 Score = soft_ratio(a / visible) · exp(-max(0, rms - tolerance) / 0.02) · (1 - hover share / 2)
-· 0.3^(spontaneous starts).
+· 0.3^(spontaneous starts) · g-factor (1 inside [G_LOW, G_HIGH] g, falling linearly to 0 at
+G_ZERO_LOW / G_ZERO_HIGH).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, position_tolerance, series, soft_ratio, subject
-from tracks.physics.checks._kinematics import flights, hover_frames, mean_accel, spontaneous_starts
+from tracks.physics.checks._kinematics import Flight, flights, hover_frames, mean_accel, spontaneous_starts
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "4"
+VERSION = "5"
 NAME = "gravity"
 #: a fall must cover this much (frame heights) under its fitted acceleration to count as one.
 VISIBLE_FALL = 0.02
+#: standard gravity, m/s².
+G = 9.81
+#: metric falls (a share of g) that pass; the g-factor is 0 at or beyond the outer bounds.
+G_LOW, G_HIGH = 0.75, 2.5
+G_ZERO_LOW, G_ZERO_HIGH = 0.25, 4.0
+#: a flight whose sideways acceleration exceeds this share of its downward one is not a free fall.
+SIDEWAYS = 0.3
+
+
+def mean_projected_area(size_m: Any) -> float | None:
+    """A convex body's silhouette area (m²) averaged over orientations: a quarter of its surface.
+
+    ``size_m``: ``[d]`` a sphere's diameter, ``[d, h]`` a cylinder's diameter and height,
+    ``[x, y, z]`` a box's edges. ``None`` for anything else."""
+    try:
+        dims = [float(v) for v in (size_m if isinstance(size_m, (list, tuple)) else [size_m])]
+    except (TypeError, ValueError):
+        return None
+    if not dims or min(dims) <= 0:
+        return None
+    if len(dims) == 1:
+        return float(np.pi * dims[0] ** 2 / 4)
+    if len(dims) == 2:
+        r, h = dims[0] / 2, dims[1]
+        return float((2 * np.pi * r * r + 2 * np.pi * r * h) / 4)
+    if len(dims) == 3:
+        x, y, z = dims
+        return float((x * y + y * z + z * x) / 2)
+    return None
+
+
+def free_flights(fl: list[Flight], x: np.ndarray, fps: float) -> list[Flight]:
+    """Flights in free fall: no sideways acceleration beyond :data:`SIDEWAYS` of the downward one
+    (a slide down a slope or a pivot about an edge accelerates sideways and falls slower than g)."""
+    out = []
+    for f in fl:
+        t, xs = f.frames / fps, x[f.frames]
+        ok = np.isfinite(xs)
+        if f.accel <= 0 or ok.sum() < 4:
+            continue
+        ax = 2.0 * float(np.polyfit(t[ok], xs[ok], 2)[0])
+        if abs(ax) <= SIDEWAYS * f.accel:
+            out.append(f)
+    return out
+
+
+def metric_fall(inp: CheckInput, name: str, fl: list[Flight], cen: np.ndarray, area: np.ndarray) -> dict[str, Any]:
+    """The fall's acceleration as a share of g, from the case camera and the body's declared size.
+
+    ``cen`` is the centroid in frame heights. Returns ``{"g_ratio": r, "depth_m": d, "g_factor": f}``,
+    or ``{"skipped": why}`` when the case gives no camera or no size for ``name``, a fluid acts on
+    the body (``buoyancy`` declared) or no flight is a free fall."""
+    hint = next((o for o in inp.objects if o.get("name") == name), None)
+    if inp.focal is None:
+        return {"skipped": "the case declares no static camera"}
+    if hint is None or hint.get("size_m") is None:
+        return {"skipped": f"the case declares no size_m for {name!r}"}
+    if "buoyancy" in inp.case_rules:
+        return {"skipped": "the case declares buoyancy: a fluid slows the fall"}
+    proj = mean_projected_area(hint["size_m"])
+    seen = area[np.isfinite(area) & (area > 0)]
+    if proj is None:
+        return {"skipped": f"size_m of {name!r} is not [d], [d, h] or [x, y, z] metres: {hint['size_m']!r}"}
+    if len(seen) == 0:
+        return {"skipped": f"{name!r} has no unclipped silhouette"}
+    free = free_flights(fl, cen[:, 0], inp.fps)
+    if not free:
+        return {"skipped": f"no flight of {name!r} is a free fall (it accelerates sideways: a slope or a pivot)"}
+    accel = mean_accel(free)
+    assert accel is not None
+    depth = inp.focal * float(np.sqrt(proj / float(np.median(seen))))
+    r = accel * inp.height * depth / inp.focal / G
+    if r < G_LOW:
+        f = (r - G_ZERO_LOW) / (G_LOW - G_ZERO_LOW)
+    elif r > G_HIGH:
+        f = (G_ZERO_HIGH - r) / (G_ZERO_HIGH - G_HIGH)
+    else:
+        f = 1.0
+    return {"g_ratio": round(float(r), 4), "depth_m": round(depth, 4), "g_factor": float(np.clip(f, 0.0, 1.0))}
 
 
 def pushed(tracks: list[ObjectTrack], name: str, t: int, gap: float = 2.0, window: int = 3) -> bool:
@@ -76,13 +168,20 @@ def run(inp: CheckInput) -> CheckResult:
     measured.update(ratio=ratio, hover_frames=hov, rest_level=rest_level, spontaneous_rises=rises, rms_tolerance=tol)
     score = soft_ratio(ratio) * float(np.exp(-rms_excess / 0.02)) * (1.0 - 0.5 * hover_share)
     score *= 0.3 ** len(rises)
-    ok = acc_ok and rms_excess <= 0.0 and hov <= 2 and not rises
-    reason = "" if ok else _why(acc_ok, rms_excess, hov, ratio, len(rises))
+    metric = metric_fall(inp, name, fl, cen, area)
+    measured["metric"] = metric
+    g_ok = "g_ratio" not in metric or G_LOW <= metric["g_ratio"] <= G_HIGH
+    score *= metric.get("g_factor", 1.0)
+    ok = acc_ok and rms_excess <= 0.0 and hov <= 2 and not rises and g_ok
+    reason = "" if ok else _why(acc_ok, rms_excess, hov, ratio, len(rises), None if g_ok else metric)
     return CheckResult(NAME, "pass" if ok else "fail", float(np.clip(score, 0, 1)), measured, reason)
 
 
-def _why(acc_ok: bool, rms: float, hov: int, ratio: float, rises: int) -> str:
+def _why(acc_ok: bool, rms: float, hov: int, ratio: float, rises: int, metric: dict[str, Any] | None = None) -> str:
     out = []
+    if metric is not None:
+        out.append(f"falls at {metric['g_ratio']:.2f} g for the size and camera the case declares "
+                   f"(depth {metric['depth_m']:.2f} m; {G_LOW}-{G_HIGH} g passes)")
     if rises:
         out.append(f"rises by itself from rest {rises} time(s)")
     if not acc_ok:

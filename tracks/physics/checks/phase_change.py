@@ -30,7 +30,7 @@ from tracks.physics.checks import (
     soft_ratio,
 )
 
-VERSION = "2"
+VERSION = "3"
 NAME = "phase_change"
 #: the smallest net area change (relative to the body's size) that shows the phenomenon.
 EXPECTED_CHANGE = 0.2
@@ -73,13 +73,18 @@ SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: a shrinking body may leave the picture at once only below this share of its largest area
+#: (the last crumbs of a melt are under what segmentation resolves; a fifth of the ice is not).
+VANISH_BELOW = 0.1
+
+
 def largest_jump(a: np.ndarray) -> float:
     """Largest one-frame change of an area curve relative to the larger side, over steps where the
-    body is not small (a quarter of its largest area or more: tiny frost grains double at will)."""
+    body is not small (:data:`VANISH_BELOW` of its largest area or more)."""
     if len(a) < 2 or a.max() <= 0:
         return 0.0
     hi = np.maximum(a[:-1], a[1:])
-    big = hi >= 0.25 * a.max()
+    big = hi >= VANISH_BELOW * a.max()
     if not big.any():
         return 0.0
     return float((np.abs(np.diff(a))[big] / hi[big]).max())
