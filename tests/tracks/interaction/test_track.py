@@ -200,6 +200,13 @@ def test_the_reference_keeps_its_own_identity_and_a_swap_does_not(synth, generat
     for name, frames in (("reference", ref), ("swapped", swapped)):
         out = InteractionTrack().evaluate(Video(frames, case.fps, chunks=case.chunks), case, ctx)
         m = next(m for m in out.metrics if m.name == "identity_consistency")
+        if name == "swapped" and generator == "gaming.atari_pong" and m.status == "not_applicable":
+            # version 15: the recoloured paddle's hue points away from green (the likelihood vetoes a turned
+            # hue), so no paddle is found after the first chunk and the video is judged still where its actions
+            # ask for motion: capped at chance (version 14 followed 3 px specks and scored it 0.72)
+            assert "moved in none" in (m.reason or "") and out.score is not None and out.score <= 0.5
+            scores[name] = 0.0
+            continue
         assert m.details["calibration"] == "reference"
         scores[name] = m.normalized
     assert scores["reference"] == 1.0
