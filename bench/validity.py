@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import shutil
@@ -52,7 +53,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +98,6 @@ SKIPPED: list[dict[str, str]] = []
 # ============================================================================ statistics (pure)
 
 
-def _ordered_pairs(series: dict[float, float]) -> Iterable[tuple[float, float]]:
-    """``(value of the less defective video, value of the more defective one)`` for every pair."""
-    keys = sorted(series)
-    for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
-            yield series[a], series[b]
-
-
 def series_spearman(series: dict[float, float]) -> float:
     """Spearman correlation of the values with defect-freeness (``-strength``); 0 when the values are all
     equal (an undecided metric is not a correct one)."""
@@ -129,7 +122,9 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     Returns:
         ``{"ranking": {condition: {encoding: {track: {metric: {...}}}}}, "encoding_gap": {condition: {track:
         {metric: {...}}}}}``. Ranking entries: ``pair_accuracy`` (ties count half), ``pairs``, ``noop_pairs``
-        (pairs of videos that are all the clean one again, left out: records with ``noop``), ``spearman``
+        (pairs of videos that are all the clean one again, left out: records with ``noop``),
+        ``identical_pairs`` (two strengths whose videos are the same frames, records' ``video`` sha: no metric can
+        order them, left out), ``spearman``
         (mean over (case, defect) series), ``series``, ``missing`` (values that were ``None``). Gap entries:
         ``max``, ``mean``, ``clean_max`` over the videos scored in the lossless and at least one other
         encoding, and ``per_encoding`` maxima.
@@ -138,10 +133,13 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     table: dict[tuple[str, str, str, str, str], dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
     missing: dict[tuple[str, str, str, str], int] = defaultdict(int)
     noop: set[tuple[str, str, float]] = set()  # (case, defect, strength) whose video is the clean one again
+    video: dict[tuple[str, str, float], str] = {}  # (case, defect, strength) -> sha of its lossless frames
     for r in records:
         key = (r["condition"], r["encoding"], r["track"], r["metric"], r["case"])
         if r.get("noop"):
             noop.add((r["case"], r["defect"], float(r["strength"])))
+        if r.get("video"):
+            video[(r["case"], r["defect"], float(r["strength"]))] = r["video"]
         if r["value"] is None:
             missing[key[:4]] += 1
             continue
@@ -150,6 +148,7 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     acc: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     rhos: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     skipped: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    identical: dict[tuple[str, str, str, str], int] = defaultdict(int)
     for (cond, enc, track, metric, case), by_defect in table.items():
         clean = by_defect.get(CLEAN, {}).get(0.0)
         for defect, series in by_defect.items():
@@ -162,8 +161,15 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             keys = sorted(set(series) | {0.0})
             skipped[(cond, enc, track, metric)] += sum(1 for i, a in enumerate(keys) for b in keys[i + 1:]
                                                        if a in same and b in same)
-            for a, b in _ordered_pairs(full):
-                acc[(cond, enc, track, metric)].append(1.0 if a > b else 0.5 if a == b else 0.0)
+            ks = sorted(full)
+            for i, sa in enumerate(ks):
+                for sb in ks[i + 1:]:
+                    va = video.get((case, CLEAN, 0.0) if sa == 0.0 else (case, defect, sa))
+                    if va is not None and va == video.get((case, CLEAN, 0.0) if sb == 0.0 else (case, defect, sb)):
+                        identical[(cond, enc, track, metric)] += 1  # one video at two strengths: no order
+                        continue
+                    a, b = full[sa], full[sb]
+                    acc[(cond, enc, track, metric)].append(1.0 if a > b else 0.5 if a == b else 0.0)
             if len(full) >= 2:
                 rhos[(cond, enc, track, metric)].append(series_spearman(full))
     for group in sorted(set(acc) | set(rhos) | set(missing)):
@@ -172,7 +178,8 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ranking.setdefault(cond, {}).setdefault(enc, {}).setdefault(track, {})[metric] = {
             "pair_accuracy": float(np.mean(pairs)) if pairs else None, "pairs": len(pairs),
             "spearman": float(np.mean(rhos[group])) if rhos.get(group) else None, "series": len(rhos.get(group, [])),
-            "missing": missing.get(group, 0), "noop_pairs": skipped.get(group, 0)}
+            "missing": missing.get(group, 0), "noop_pairs": skipped.get(group, 0),
+            "identical_pairs": identical.get(group, 0)}
     # encoding gap: the same video (case, defect, strength) in each encoding against the lossless one
     values: dict[tuple[str, str, str, str, str, float], dict[str, float]] = defaultdict(dict)
     for (cond, enc, track, metric, case), by_defect in table.items():
@@ -314,6 +321,14 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
     variants: list[dict[str, Any]] = []
     changed_file = render_dir / "changed.json"  # variant id -> changed_share (cached: reading videos back is slow)
     changed: dict[str, float] = json.loads(changed_file.read_text()) if changed_file.exists() else {}
+    sha_file = render_dir / "frames_sha.json"  # variant id -> sha1 of its lossless frames (identical videos)
+    shas: dict[str, str] = json.loads(sha_file.read_text()) if sha_file.exists() else {}
+
+    def frames_sha(vid: str, path: Path) -> str:
+        if vid not in shas:
+            shas[vid] = hashlib.sha1(read_video(path).frames.tobytes()).hexdigest()
+        return shas[vid]
+
     for case0 in cases:
         if case0.id in report.failed:
             continue
@@ -325,7 +340,8 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
         clean_dst = lossless / f"{case.id}.mp4"
         if not clean_dst.exists():
             shutil.copyfile(render_dir / "videos" / f"{case.id}.mp4", clean_dst)
-        variants.append({"id": case.id, "case": case.id, "track": None, "defect": CLEAN, "strength": 0.0})
+        variants.append({"id": case.id, "case": case.id, "track": None, "defect": CLEAN, "strength": 0.0,
+                         "video": frames_sha(case.id, clean_dst)})
         raw = json.loads(case_file.read_text())
         rendered = None
         for track in case_tracks:
@@ -366,8 +382,10 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                                                                                "strength": s, "track": track})
                     (render_dir / "cases" / f"{vid}.json").write_text(json.dumps(jsonable(doc), indent=1))
                     variants.append({"id": vid, "case": case.id, "track": track, "defect": defect, "strength": s,
-                                     "changed": changed.get(vid), "noop": changed.get(vid, np.inf) < NOOP_SHARE})
+                                     "changed": changed.get(vid), "noop": changed.get(vid, np.inf) < NOOP_SHARE,
+                                     "video": frames_sha(vid, dst)})
     changed_file.write_text(json.dumps(changed, indent=1, sort_keys=True))
+    sha_file.write_text(json.dumps(shas, indent=1, sort_keys=True))
     return variants
 
 
@@ -482,7 +500,8 @@ def score(out: Path, suites: dict[tuple[str, str], Path], dirs: dict[str, Path],
                 for metric, value in vals.items():
                     records.append({"condition": cond, "encoding": enc, "case": v["case"], "track": row["track"],
                                     "metric": metric, "defect": v["defect"], "strength": v["strength"],
-                                    "value": value, "variant": v["id"], "noop": bool(v.get("noop"))})
+                                    "value": value, "variant": v["id"], "noop": bool(v.get("noop")),
+                                    "video": v.get("video")})
                 n += 1
             print(f"  {cond} / {track} / {enc}: {n} rows in {time.perf_counter() - t0:.0f} s ({run_dir.name})", flush=True)
     return records
@@ -565,7 +584,7 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
               "Encodings: lossless (the exact render), `crf23` (H.264 yuv420p crf 23), `crf35_s0.75` (yuv420p crf 35 after "
               "a 0.75x resize), written by `worldolympiad.video.io.encode_like_users`.", "",
               "Pair accuracy: share of ordered pairs (clean > each defect strength, weaker > stronger) the score orders "
-              "right (ties count half; pairs of no-op defect videos, listed above, left out). Spearman: mean over (case, defect) of the rank correlation between the score and "
+              "right (ties count half; pairs of no-op defect videos, listed above, and of two strengths that made the very same frames, left out). Spearman: mean over (case, defect) of the rank correlation between the score and "
               "defect-freeness (clean = strength 0; 1 = perfectly ordered; a constant series counts 0). Gap: over "
               "every video, max |score(encoding) - score(lossless)|; `clean` = clean videos only.", ""]
     for cond in [c for c in CONDITIONS if c in stats["ranking"]]:

@@ -67,6 +67,19 @@ def test_a_defect_video_that_is_the_clean_video_again_is_not_ordered(validity):
     assert plain["ranking"]["reference"]["lossless"]["physics"]["score"]["pair_accuracy"] < 1.0
 
 
+def test_two_strengths_that_made_the_same_frames_are_not_ordered(validity):
+    """An `action_ignored` at 0.67 and at 1.0 replays the same frames when the clip has few chunks:
+    the two videos are one, so no metric can order them; their tie is left out, not half a pair."""
+    records = [{**_rec("a", "clean", 0.0, 1.0), "video": "c"}, {**_rec("a", "action_ignored", 0.34, 0.6), "video": "x"},
+               {**_rec("a", "action_ignored", 0.67, 0.3), "video": "y"}, {**_rec("a", "action_ignored", 1.0, 0.3), "video": "y"}]
+    r = validity.statistics(records)["ranking"]["reference"]["lossless"]["physics"]["score"]
+    # left: (clean, .34), (clean, .67), (clean, 1), (.34, .67), (.34, 1) -- all right; (.67, 1) is one video
+    assert r["pairs"] == 5 and r["pair_accuracy"] == 1.0 and r["identical_pairs"] == 1
+    # without the shas the tie counts as half a pair
+    plain = validity.statistics([{k: v for k, v in x.items() if k != "video"} for x in records])
+    assert plain["ranking"]["reference"]["lossless"]["physics"]["score"]["pair_accuracy"] == pytest.approx(5.5 / 6)
+
+
 def test_changed_share_is_relative_to_the_defects_object(validity):
     import numpy as np
 
