@@ -134,6 +134,60 @@ def _fill_pattern(mask: np.ndarray, kernel: np.ndarray, max_hull: float) -> np.n
     return mask | (closed & (hulls > 0))
 
 
+#: share of a piece's pixels that must have the body's colour for it to be joined to the body.
+JOIN_COLOURED = 0.1
+#: a piece this share of the body's declared box or larger is the whole body: nothing is joined
+#: to it (a tan box beside a tan brick).
+JOIN_WHOLE = 0.5
+
+
+def _join_pieces(mask: np.ndarray, max_hull: float, coloured: np.ndarray | None = None) -> np.ndarray:
+    """``mask`` with pieces of one body joined: components whose joint convex hull stays within
+    ``max_hull`` pixels (the body's declared box) become that hull. A two-tone ball matches its
+    colour in two diagonal quadrants that touch at a point or not at all; over a floor the other
+    two quadrants are no colour of it, so the ball was two bodies of one name, each a quarter of
+    it, and its centroid jumped between them; the opening cuts a crescent's one-pixel middle.
+    Pieces farther apart than one body are never joined (a second brick of a tan box's colour is
+    a box away). Only pieces with at least :data:`JOIN_COLOURED` of their pixels in ``coloured``
+    (the body's colour itself, not motion toward it) are joined: a moving blob beside a small ball
+    at its landing, none of it the ball's colour, is the codec's ghost, not the ball's other half
+    (a two-tone ball's pale quadrant, found by its motion, still holds a fifth of blue pixels)."""
+    import cv2
+
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if n <= 2:
+        return mask
+    if coloured is not None:
+        ok = [i for i in range(1, n) if coloured[lab == i].mean() >= JOIN_COLOURED]
+        if len(ok) <= 1:
+            return mask
+    else:
+        ok = list(range(1, n))
+    order = sorted(ok, key=lambda i: -int(stats[i, cv2.CC_STAT_AREA]))
+    if stats[order[0], cv2.CC_STAT_AREA] >= JOIN_WHOLE * max_hull:
+        return mask  # the body is whole already: what lies beside it is scenery of its colour
+    used: set[int] = set()
+    out = mask.copy()
+    for i in order:
+        if i in used or stats[i, cv2.CC_STAT_AREA] < 4:
+            continue
+        group = [i]
+        pts = cv2.findNonZero((lab == i).astype(np.uint8))
+        for j in order:
+            if j == i or j in used or stats[j, cv2.CC_STAT_AREA] < 4:
+                continue
+            both = np.concatenate([pts, cv2.findNonZero((lab == j).astype(np.uint8))])
+            if cv2.contourArea(cv2.convexHull(both)) <= max_hull:
+                group.append(j)
+                pts = both
+        if len(group) > 1:
+            used.update(group)
+            hull = np.zeros(mask.shape, np.uint8)
+            cv2.fillConvexPoly(hull, cv2.convexHull(pts), 1)
+            out |= hull > 0
+    return out
+
+
 def _size_cap(obj: Mapping[str, Any], frame_area: int) -> float:
     """Largest mask (pixels) a declared object can have: four times its declared box for a rigid
     body, 1.5 times for a shrinking one, nothing for any other body (one with a ``shape``, ``rigid: true``, or ``shrinks: true`` — the ice that
@@ -419,6 +473,10 @@ class OpenCVSegmenter(Segmenter):
                     m = _fill_pattern(m, close_kernel, size_cap[k] / 2)
                 if opening or not rigid_body[k]:
                     m = cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
+                if shaped[k] and size_cap[k] < H * W:
+                    # One body, one mask: pieces the pattern or the opening left apart (a two-tone
+                    # ball's quadrants, a crescent's thin middle) are joined within its box.
+                    m = _join_pieces(m, size_cap[k] / 4, dist[k] < self.color_threshold)
                 comps = _components(m, min_area, H * W)
                 by_motion: list[np.ndarray] = []  # masks found where the colour moves
                 # An object coloured like a large background region (steam against a pale wall)

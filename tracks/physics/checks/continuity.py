@@ -167,13 +167,14 @@ def run(inp: CheckInput) -> CheckResult:
         inside = tr.visible & ~tr.at_border
         if int(whole.sum()) >= 3:
             paths.append((whole, SAME_BODY, 0.0))
-        if n in consumed and (int(whole.sum()) < 3 or (inside & ~whole).any()):
-            # A consumed body can sit in what it becomes (ice in its melt water, a crystal in the
-            # water it tints), in every frame or in a stretch of them: its sightings inside the
-            # frame make a second path, on which only steps across which its area holds count (a
-            # teleport moves a body unchanged; an occluder eats a share of it). What it touches
-            # still biases its centroid (steam over boiling water): slack, at most what a 15 %
-            # change of its area at one edge can shift it.
+        if n not in stage and (int(whole.sum()) < 3 or (inside & ~whole).any()):
+            # A body can touch another mask in a stretch of frames or in all of them (ice in its
+            # melt water, a crystal in the water it tints, a box beside the ghost its own resting
+            # place leaves in the background): its sightings inside the frame make a second path,
+            # on which only steps across which its area holds count (a teleport moves a body
+            # unchanged; an occluder eats a share of it). What it touches still biases its
+            # centroid (steam over boiling water): slack, at most what a 15 % change of its area
+            # at one edge can shift it.
             paths.append((inside, TOUCHING_SAME_BODY, touching_slack(tr, inside, inp.height)))
         elif n in stage and int(whole.sum()) < 3:
             # The stage the change happens on holds the changing body in every frame (the pool

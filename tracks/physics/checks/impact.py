@@ -27,13 +27,14 @@ from tracks.physics.checks._kinematics import (
     bounce_frames,
     bounces,
     collisions,
+    fill_single_gaps,
     kinetic_gain,
     landings,
     speed2d,
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "5"
+VERSION = "6"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
@@ -116,7 +117,9 @@ def run(inp: CheckInput) -> CheckResult:
     name = subject(inp, prefer="motion")
     if name is None:
         return CheckResult(NAME, "fail", 0.0, {}, "no collision: no object moves")
-    y = series(inp.tracks, name, clipped=False, T=len(inp.frames))[0][:, 1] / inp.height
+    # A contact often costs the body its one frame (a grey plate on a grey floor, a small ball in
+    # a lossy video): the turn is read across it (:func:`fill_single_gaps`).
+    y = fill_single_gaps(series(inp.tracks, name, clipped=False, T=len(inp.frames))[0])[:, 1] / inp.height
     b = bounce_frames(y, inp.fps)
     ratios = height_ratios(y, b)
     gain = max(ratios, default=0.0)

@@ -11,7 +11,8 @@ shrunk to a small size (:data:`SMALL_PX` pixels or a quarter of its largest area
 before; an appearance is explained when it starts small. Abrupt ones are violations. A body the
 rule consumes (``shrinks: true``: melting ice, burning fuel) is not counted missing at all —
 it chars, hides under its flame or melts away; ``phase_change`` judges whether it went
-gradually.
+gradually. A one-frame gap at the frame a body turns at the floor is that contact, not a
+vanishing (:func:`contact_gaps`: a floor of nearly its colour swallows its mask there).
 
 Score = exp(-(missing frames beyond 2 / T) / 0.1) · 0.7^(appearances).
 """
@@ -23,7 +24,7 @@ import numpy as np
 from tracks.physics.checks import CheckInput, CheckResult, followed, not_applicable
 from tracks.physics.tracking import EXITED, OCCLUDED, VISIBLE, ObjectTrack
 
-VERSION = "3"
+VERSION = "4"
 NAME = "permanence"
 #: a body this small (pixels) may vanish or appear between two frames: it was melting, burning
 #: or condensing away, or is below what the segmenter can hold on to.
@@ -48,9 +49,29 @@ def _small(area: float, largest: float) -> bool:
     return area <= max(SMALL_PX, 0.25 * largest)
 
 
-def missing_frames(tracks: list[ObjectTrack], name: str, T: int) -> int:
+def contact_gaps(tracks: list[ObjectTrack], name: str, T: int, fps: float, height: int) -> set[int]:
+    """One-frame gaps of ``name`` at a contact: the frame a falling body turns at the floor, when
+    it touches the floor and a floor of nearly its colour swallows its mask (a silver plate on
+    grey tiles, a small ball in a lossy video). A body cannot vanish and come back in the very
+    frame it bounces; a flicker anywhere else still counts."""
+    from tracks.physics.checks import series
+    from tracks.physics.checks._kinematics import bounce_frames, fill_single_gaps, landings
+
+    cen = series(tracks, name, clipped=False, T=T)[0]
+    gaps = {t for t in range(1, T - 1)
+            if np.isnan(cen[t, 0]) and np.isfinite(cen[t - 1, 0]) and np.isfinite(cen[t + 1, 0])}
+    if not gaps:
+        return set()
+    y = fill_single_gaps(cen)[:, 1] / max(height, 1)
+    turns = set(bounce_frames(y, fps)) | set(landings(y, fps))
+    return {t for t in gaps if any(abs(t - u) <= 1 for u in turns)}
+
+
+def missing_frames(tracks: list[ObjectTrack], name: str, T: int, forgiven: set[int] | None = None) -> int:
     """Frames after ``name`` was first seen where no track of it is visible, occluded or exited,
-    and it had not shrunk away just before (see the module docstring)."""
+    and it had not shrunk away just before (see the module docstring); ``forgiven`` frames (one-frame
+    gaps at a contact, :func:`contact_gaps`) are not counted."""
+    forgiven = forgiven or set()
     mine = _mine(tracks, name)
     if not mine:
         return T
@@ -68,7 +89,7 @@ def missing_frames(tracks: list[ObjectTrack], name: str, T: int) -> int:
             continue
         if not gone_small and np.isfinite(last_seen) and _small(last_seen, largest):
             gone_small = True  # consumed: it shrank away before it went
-        if not gone_small:
+        if not gone_small and t not in forgiven:
             n += 1
     return n
 
@@ -97,7 +118,7 @@ def run(inp: CheckInput) -> CheckResult:
     consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
     for n in names:
         # A body the rule consumes (melting ice, burning fuel) may go; phase_change judges how.
-        m = 0 if n in consumed else missing_frames(inp.tracks, n, T)
+        m = 0 if n in consumed else missing_frames(inp.tracks, n, T, contact_gaps(inp.tracks, n, T, inp.fps, inp.height))
         per[n] = {"missing": m, "consumed": n in consumed}
         missing += m
     app = appearances(inp.tracks, names)
