@@ -92,7 +92,7 @@ def measure_drift(
         dynamic_side: longer side of the fixed luma grid the model-free ``dynamic`` signal is measured on
             (:data:`~tracks.longvideo.signals.DYNAMIC_SIDE`; 0 = at ``max_side`` as the other signals, v5).
         dynamic_evidence: grey levels a grid pixel must change by for its flow to count
-            (:data:`~tracks.longvideo.signals.DYNAMIC_EVIDENCE`; 0 = every pixel, the default).
+            (:data:`~tracks.longvideo.signals.DYNAMIC_EVIDENCE`, 3 since v7; 0 = every pixel, v6).
 
     Raises:
         ValueError: fewer frames than chunks.

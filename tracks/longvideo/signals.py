@@ -69,8 +69,9 @@ SIGNALS: tuple[str, ...] = ("clarity", "motion", "aesthetic", "background", "sub
 
 #: longer side (px) of the fixed luma grid the ``dynamic`` signal's flow is measured on (v6; 0 = the analysis size)
 DYNAMIC_SIDE = 32
-#: grey levels two frames of the dynamic grid must differ by at a pixel for its flow to count (0 = every pixel)
-DYNAMIC_EVIDENCE = 0
+#: grey levels two frames of the dynamic grid must differ by at a pixel for its flow to count (v7; 0 = every
+#: pixel, v6): brightness creep over smooth shading reads as motion where nothing moved
+DYNAMIC_EVIDENCE = 3
 
 
 def luma_grid(frames: np.ndarray, side: int) -> np.ndarray:
@@ -104,7 +105,7 @@ class ChunkView:
     def from_frames(cls, frames: np.ndarray, max_side: int = 128, dynamic_side: int = DYNAMIC_SIDE,
                     dynamic_evidence: int = DYNAMIC_EVIDENCE) -> ChunkView:
         """``dynamic_side``: the dynamic signal's grid (:data:`DYNAMIC_SIDE`); 0 measures it at ``max_side``.
-        ``dynamic_evidence``: :data:`DYNAMIC_EVIDENCE`; 0 counts every pixel's flow."""
+        ``dynamic_evidence``: :data:`DYNAMIC_EVIDENCE`; 0 counts every pixel's flow (v6)."""
         if dynamic_evidence < 0:
             raise ValueError(f"dynamic_evidence is a number of grey levels >= 0, got {dynamic_evidence}")
         rgb = resize_rgb(frames, max_side)

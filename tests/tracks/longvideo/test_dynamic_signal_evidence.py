@@ -43,19 +43,21 @@ def test_a_brightness_creep_over_smooth_shading_is_not_motion():
         # the chunks where the ball rests read no motion, whatever the cast (without evidence 0.17-0.74 px/frame)
         assert max(drifted.values[2:]) < 0.02, (s, drifted.values)
         assert abs(drifted.nvde_linear - clean.nvde_linear) < 0.02, (s, drifted.nvde_linear, clean.nvde_linear)
+    v6 = measure_drift(_shaded_scene(1.0), signals=("dynamic",), dynamic_evidence=0).signals["dynamic"]
+    assert min(v6.values[2:]) > 0.1  # v6 (every pixel) reads the defect's brightness creep as motion
     default = measure_drift(_shaded_scene(1.0), signals=("dynamic",)).signals["dynamic"]
-    assert min(default.values[2:]) > 0.1  # the default (v6) reads the defect's brightness creep as motion
+    assert max(default.values[2:]) < 0.02  # v7's default does not
 
 
 def test_a_stronger_colour_drift_drifts_more():
-    # without evidence (the default): 0.190 (clean), 0.129, 0.107, 0.102 — the drifted clips score better
+    # without evidence (v6): 0.190 (clean), 0.129, 0.107, 0.102 — the drifted clips score better
     nvde = [measure_drift(_shaded_scene(s), dynamic_evidence=EVIDENCE).nvde for s in (0.0, 0.5, 1.0, 2.0)]
     assert all(b > a for a, b in zip(nvde, nvde[1:], strict=False)), nvde
 
 
 def test_real_motion_still_reads_as_motion():
     frames = _shaded_scene()
-    assert ChunkView.from_frames(frames[:8]).dynamic_evidence == DYNAMIC_EVIDENCE == 0  # off by default
+    assert ChunkView.from_frames(frames[:8]).dynamic_evidence == DYNAMIC_EVIDENCE == 3  # on by default since v7
     view = ChunkView.from_frames(frames[:8], dynamic_evidence=EVIDENCE)
     assert dynamic_degree(view) > 0.1  # the rolling ball's edges change by far more than 3 grey levels
     assert dynamic_degree(ChunkView.from_frames(frames[40:48], dynamic_evidence=EVIDENCE)) == 0.0  # at rest
@@ -80,5 +82,5 @@ def test_the_track_option_reaches_the_signal(tmp_path):
         vde = next(m for m in result.metrics if m.name == "vde_dynamic")
         return vde.details["chunk_values"]
 
-    assert max(dynamic_values({"longvideo.dynamic_evidence": EVIDENCE}, "on")[2:]) < 0.02
-    assert min(dynamic_values({}, "off")[2:]) > 0.1
+    assert max(dynamic_values({}, "default")[2:]) < 0.02  # v7's default
+    assert min(dynamic_values({"longvideo.dynamic_evidence": 0}, "off")[2:]) > 0.1  # v6
