@@ -127,15 +127,18 @@ def _cap_frames(video: Video, max_frames: int) -> tuple[np.ndarray, float]:
     return video.frames[idx], video.fps * len(idx) / T
 
 
+def case_camera_moves(case: Case) -> bool:
+    """Whether the case declares a camera whose pose changes over the clip."""
+    poses = case.camera.poses if case.camera is not None else np.zeros((0, 4, 4))
+    return bool(len(poses) and float(np.abs(poses - poses[0]).max()) > 1e-6)
+
+
 def case_focal(case: Case, height: int) -> float | None:
     """The case camera's vertical focal length in pixels of a video ``height`` rows tall, or ``None``
-    when the case declares no camera or a moving one (a fall's pixels then mix in the camera's
-    motion). A model that keeps the case's view keeps its focal length; a resized video scales it."""
+    when the case declares no camera or a moving one. A model that keeps the case's view keeps its
+    focal length; a resized video scales it."""
     cam = case.camera
-    if cam is None or case.height <= 0:
-        return None
-    poses = cam.poses
-    if len(poses) and float(np.abs(poses - poses[0]).max()) > 1e-6:
+    if cam is None or case.height <= 0 or case_camera_moves(case):
         return None
     fy = float(cam.K[1, 1])
     return fy * height / case.height if fy > 0 else None
@@ -312,7 +315,7 @@ class PhysicsTrack(Track):
             # The checks judge the video alone (tracks/physics/checks/__init__.py); the reference
             # only lends object colours and, below, the separate trajectory agreement.
             return CheckInput(gen.tracks, gen.frames, gen.fps, rule, objects=gen_hints, noise=gen.seg.noise,
-                              focal=case_focal(case, frames.shape[1]),
+                              focal=case_focal(case, frames.shape[1]), camera_moves=case_camera_moves(case),
                               case_rules=tuple(case.physics.rules) if case.physics else ())
 
         # ---- stage 1: which rules apply

@@ -1,11 +1,12 @@
-"""Physics v11: a fall is compared with g where the case declares its camera and the body's size.
+"""Physics v11: a fall is compared with g where the case declares the body's size.
 
 Without a metric scale a weaker gravity looks like a farther camera, so `gravity_reversed` at
 strength 0.34 (vertical motion scaled by 0.32: a parabola at a third of g) passed the gravity
 check with 1.0 on every tuning case (`validity_tuning_s50_physics`: 10 of 16 cases, lossless).
-Mechanics cases declare a static camera (focal length) and now each body's ``size_m``; the
-body's depth follows from its silhouette (a convex body's orientation-averaged projected area is
-a quarter of its surface), and the fall reads in m/s².
+Mechanics cases now declare each body's ``size_m``; the body's metres per pixel follow from its
+silhouette (a convex body's orientation-averaged projected area is a quarter of its surface), and
+the fall reads in m/s² (a moving case camera turns this off; a static one's focal length gives the
+depth for the evidence).
 """
 
 from __future__ import annotations
@@ -40,13 +41,16 @@ def _case(poses: list[np.ndarray] | None) -> Case:
 
 
 def test_focal_is_scaled_to_the_video_and_refused_for_a_moving_camera():
+    from tracks.physics.track import case_camera_moves
+
     still = _case([np.eye(4), np.eye(4)])
     assert case_focal(still, 64) == pytest.approx(80.0)
     assert case_focal(still, 48) == pytest.approx(60.0)  # a 0.75x resize
     moved = np.eye(4)
     moved[0, 3] = 0.5
     assert case_focal(_case([np.eye(4), moved]), 64) is None
-    assert case_focal(_case(None), 64) is None
+    assert case_camera_moves(_case([np.eye(4), moved])) and not case_camera_moves(still)
+    assert case_focal(_case(None), 64) is None and not case_camera_moves(_case(None))
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +65,15 @@ def fall():
     return case, rendered.video, weak
 
 
-def _gravity(case: Case, frames: np.ndarray, fps: float, *, focal: float | None):
+def _gravity(case: Case, frames: np.ndarray, fps: float, *, focal: float | None, sized: bool = True,
+             moving: bool = False):
     hints = [dict(o) for o in case.physics.objects]
+    if not sized:
+        hints = [{k: v for k, v in h.items() if k != "size_m"} for h in hints]
     seg = OpenCVSegmenter().segment(frames, hints)
     tracks = track_objects(frames, seg)
-    return run_check("gravity", CheckInput(tracks, frames, fps, "gravity", objects=hints, noise=seg.noise, focal=focal))
+    return run_check("gravity", CheckInput(tracks, frames, fps, "gravity", objects=hints, noise=seg.noise, focal=focal,
+                                           camera_moves=moving))
 
 
 def test_mechanics_cases_declare_each_bodys_size_in_metres(fall):
@@ -75,15 +83,27 @@ def test_mechanics_cases_declare_each_bodys_size_in_metres(fall):
     assert case_focal(case, 96) == pytest.approx(case.camera.K[1, 1])
 
 
-def test_a_fall_at_a_third_of_g_fails_where_the_case_gives_a_scale(fall):
+def test_a_fall_at_a_third_of_g_fails_where_the_case_gives_a_size(fall):
     case, clean, weak = fall
     focal = case_focal(case, clean.frames.shape[1])
     good = _gravity(case, clean.frames, clean.fps, focal=focal)
     assert good.status == "pass" and good.score == 1.0, good
     assert 0.85 <= good.measured["metric"]["g_ratio"] <= 1.2, good.measured  # the render falls at g
+    # the depth the size implies is the camera's distance to the ball (3-4 m in these scenes)
+    assert 2.5 < good.measured["metric"]["depth_m"] < 5.0, good.measured
     slow = _gravity(case, weak.frames, weak.fps, focal=focal)
     assert slow.status == "fail" and slow.measured["metric"]["g_ratio"] < G_LOW, slow.measured
-    assert slow.score < 0.5 * good.score and "g for the size and camera" in slow.reason
-    # Without the camera the same slow fall is a clean (if short) parabola: the metric part is what sees it.
-    blind = _gravity(case, weak.frames, weak.fps, focal=None)
+    assert slow.score < 0.5 * good.score and "g for the size the case declares" in slow.reason
+    # Without the size the same slow fall is a clean (if short) parabola: the metric part is what sees it.
+    blind = _gravity(case, weak.frames, weak.fps, focal=focal, sized=False)
     assert "skipped" in blind.measured["metric"] and blind.score > 2 * slow.score, (blind, slow)
+
+
+def test_the_size_alone_scales_the_fall_but_a_moving_camera_does_not(fall):
+    case, clean, weak = fall
+    focal = case_focal(case, clean.frames.shape[1])
+    with_camera = _gravity(case, weak.frames, weak.fps, focal=focal).measured["metric"]
+    without = _gravity(case, weak.frames, weak.fps, focal=None).measured["metric"]
+    assert without["g_ratio"] == with_camera["g_ratio"] and "depth_m" not in without  # metres per pixel need no focal
+    moving = _gravity(case, weak.frames, weak.fps, focal=None, moving=True).measured["metric"]
+    assert "camera moves" in moving["skipped"]

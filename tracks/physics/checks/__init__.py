@@ -63,9 +63,10 @@ class CheckInput:
         noise: the video's noise floor (median Lab departure from its background) measured
             by the segmenter.
         focal: the case camera's vertical focal length in this video's pixels, when the case
-            declares a static camera (``None`` otherwise). With an object's declared physical
-            size (``size_m``) it gives metres per pixel at the object, so a check can compare a
-            fall with g (:mod:`tracks.physics.checks.gravity`).
+            declares a static camera (``None`` otherwise); it only turns a body's metres per pixel
+            into a depth for the evidence.
+        camera_moves: the case declares a camera that moves (image motion then mixes in the
+            camera's, so a fall's pixels cannot be read in metres).
         case_rules: every rule the case declares (a check of one rule may need to know another
             acts too: a fall into water under ``buoyancy`` is no free fall).
     """
@@ -80,6 +81,7 @@ class CheckInput:
     objects: list[dict[str, Any]] = field(default_factory=list)
     noise: float = 0.0
     focal: float | None = None
+    camera_moves: bool = False
     case_rules: tuple[str, ...] = ()
 
     @property

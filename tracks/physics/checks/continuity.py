@@ -34,27 +34,28 @@ from tracks.physics.checks import (
     position_tolerance,
     rule_dimension,
 )
+from tracks.physics.tracking import ObjectTrack
 
 VERSION = "7"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
 SAME_BODY = 1.5
-#: the same for a consumed body followed through frames where it touches another object.
+#: the same for a body followed through frames where it touches another mask.
 TOUCHING_SAME_BODY = 1.15
 #: extra tolerance (frame heights) on that path: a touching neighbour shifts the centroid a little,
-#: at most this much, and for a consumed body at most :data:`TOUCHING_SHARE` of its size.
+#: at most this much, and at most :data:`TOUCHING_SHARE` of the body's size.
 TOUCHING_SLACK = 0.05
-#: a consumed body's slack as a share of its size (``sqrt(area)``): what gaining or losing 15 % of
+#: a touching body's slack as a share of its size (``sqrt(area)``): what gaining or losing 15 % of
 #: its area along one edge moves its centroid, with room to spare.
 TOUCHING_SHARE = 0.25
 #: an excess this small (frame heights) lowers the score but does not fail the rule.
 DEAD_ZONE = 0.02
 
 
-def touching_slack(tr, sightings: np.ndarray, height: int) -> float:  # type: ignore[no-untyped-def]
-    """Slack (frame heights) for a consumed body's path through touching frames: a share of its
-    size, capped at :data:`TOUCHING_SLACK` (a 20 px crystal in its tinted water gets 5 px, not 8)."""
+def touching_slack(tr: ObjectTrack, sightings: np.ndarray, height: int) -> float:
+    """Slack (frame heights) for a body's path through its touching frames: a share of its size,
+    capped at :data:`TOUCHING_SLACK` (a 20 px crystal in its tinted water gets 5 px, not 8)."""
     area = tr.area[sightings]
     size = float(np.sqrt(np.nanmedian(area))) if len(area) else 0.0
     return min(TOUCHING_SLACK, TOUCHING_SHARE * size / max(height, 1))

@@ -11,15 +11,16 @@ The true acceleration in pixels depends on the camera, which a video alone does 
 without one any clearly downward acceleration passes; a video in which nothing falls fails (the
 rule applies, so something should). The fit residual is allowed the segmentation's jitter.
 
-**In metres (v5).** When the case declares a static camera (its focal length, ``CheckInput.focal``)
-and the subject's physical size (``size_m``: a sphere's diameter, a box's three edges, a
-cylinder's diameter and height), the subject's depth follows from its silhouette: a convex body's
-projected area averaged over orientations is a quarter of its surface (Cauchy), so
-``depth = focal · sqrt(S / 4 / area_px)``, exact for a sphere, at most ~1.7x too far for a thin
-plate seen edge-on and ~0.9x for one seen face-on. Free flights (no sideways acceleration: not a slope, not a pivot; not under `buoyancy`) then read in m/s² and
-is compared with g: a fall under ``G_LOW`` g (a weaker gravity, or a world drawn smaller than the
-case says) or over ``G_HIGH`` g fails. Without a camera or a size this part is skipped and named
-in ``measured["metric"]``.
+**In metres (v5).** When the case declares the subject's physical size (``size_m``: a sphere's
+diameter, a box's three edges, a cylinder's diameter and height) and no moving camera, the body's
+metres per pixel follow from its silhouette: a convex body's projected area averaged over
+orientations is a quarter of its surface (Cauchy), so ``m/px = sqrt(S / 4 / area_px)`` — exact for
+a sphere, ~1.7x too large for a plate a quarter as thick as it is wide seen edge-on and ~0.9x for
+one seen face-on. Free flights (no sideways acceleration: not a
+slope, not a pivot; not under ``buoyancy``) then read in m/s² and are compared with g: a fall
+under ``G_LOW`` g (a weaker gravity, or a world drawn smaller than the case says) or over
+``G_HIGH`` g fails. With the case camera's focal length the evidence also gives the body's depth.
+Without a size the part is skipped and ``measured["metric"]`` says why.
 
 Score = soft_ratio(a / visible) · exp(-max(0, rms - tolerance) / 0.02) · (1 - hover share / 2)
 · 0.3^(spontaneous starts) · g-factor (1 inside [G_LOW, G_HIGH] g, falling linearly to 0 at
@@ -87,16 +88,17 @@ def free_flights(fl: list[Flight], x: np.ndarray, fps: float) -> list[Flight]:
 
 
 def metric_fall(inp: CheckInput, name: str, fl: list[Flight], cen: np.ndarray, area: np.ndarray) -> dict[str, Any]:
-    """The fall's acceleration as a share of g, from the case camera and the body's declared size.
+    """The fall's acceleration as a share of g, from the body's declared size.
 
-    ``cen`` is the centroid in frame heights. Returns ``{"g_ratio": r, "depth_m": d, "g_factor": f}``,
-    or ``{"skipped": why}`` when the case gives no camera or no size for ``name``, a fluid acts on
-    the body (``buoyancy`` declared) or no flight is a free fall."""
+    ``cen`` is the centroid in frame heights. Returns ``{"g_ratio": r, "m_per_px": s, "g_factor": f}``
+    (and ``depth_m`` when the case camera's focal length is known), or ``{"skipped": why}`` when the
+    case gives no size for ``name``, its camera moves, a fluid acts on the body (``buoyancy``
+    declared) or no flight is a free fall."""
     hint = next((o for o in inp.objects if o.get("name") == name), None)
-    if inp.focal is None:
-        return {"skipped": "the case declares no static camera"}
     if hint is None or hint.get("size_m") is None:
         return {"skipped": f"the case declares no size_m for {name!r}"}
+    if inp.camera_moves:
+        return {"skipped": "the case's camera moves: a fall's pixels mix in its motion"}
     if "buoyancy" in inp.case_rules:
         return {"skipped": "the case declares buoyancy: a fluid slows the fall"}
     proj = mean_projected_area(hint["size_m"])
@@ -106,19 +108,21 @@ def metric_fall(inp: CheckInput, name: str, fl: list[Flight], cen: np.ndarray, a
     if len(seen) == 0:
         return {"skipped": f"{name!r} has no unclipped silhouette"}
     free = free_flights(fl, cen[:, 0], inp.fps)
-    if not free:
-        return {"skipped": f"no flight of {name!r} is a free fall (it accelerates sideways: a slope or a pivot)"}
     accel = mean_accel(free)
-    assert accel is not None
-    depth = inp.focal * float(np.sqrt(proj / float(np.median(seen))))
-    r = accel * inp.height * depth / inp.focal / G
+    if accel is None:
+        return {"skipped": f"no flight of {name!r} is a free fall (it accelerates sideways: a slope or a pivot)"}
+    m_per_px = float(np.sqrt(proj / float(np.median(seen))))
+    r = accel * inp.height * m_per_px / G
     if r < G_LOW:
         f = (r - G_ZERO_LOW) / (G_LOW - G_ZERO_LOW)
     elif r > G_HIGH:
         f = (G_ZERO_HIGH - r) / (G_ZERO_HIGH - G_HIGH)
     else:
         f = 1.0
-    return {"g_ratio": round(float(r), 4), "depth_m": round(depth, 4), "g_factor": float(np.clip(f, 0.0, 1.0))}
+    out = {"g_ratio": round(float(r), 4), "m_per_px": round(m_per_px, 6), "g_factor": float(np.clip(f, 0.0, 1.0))}
+    if inp.focal is not None:
+        out["depth_m"] = round(inp.focal * m_per_px, 4)
+    return out
 
 
 def pushed(tracks: list[ObjectTrack], name: str, t: int, gap: float = 2.0, window: int = 3) -> bool:
@@ -180,8 +184,8 @@ def run(inp: CheckInput) -> CheckResult:
 def _why(acc_ok: bool, rms: float, hov: int, ratio: float, rises: int, metric: dict[str, Any] | None = None) -> str:
     out = []
     if metric is not None:
-        out.append(f"falls at {metric['g_ratio']:.2f} g for the size and camera the case declares "
-                   f"(depth {metric['depth_m']:.2f} m; {G_LOW}-{G_HIGH} g passes)")
+        out.append(f"falls at {metric['g_ratio']:.2f} g for the size the case declares "
+                   f"({metric['m_per_px'] * 100:.2f} cm per pixel at the body; {G_LOW}-{G_HIGH} g passes)")
     if rises:
         out.append(f"rises by itself from rest {rises} time(s)")
     if not acc_ok:
