@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, followed, not_applicable
+from tracks.physics.checks import CheckInput, CheckResult, followed, not_applicable, series
+from tracks.physics.checks._kinematics import bounce_frames, fill_single_gaps, landings
 from tracks.physics.tracking import EXITED, OCCLUDED, VISIBLE, ObjectTrack
 
 VERSION = "4"
@@ -54,9 +55,6 @@ def contact_gaps(tracks: list[ObjectTrack], name: str, T: int, fps: float, heigh
     it touches the floor and a floor of nearly its colour swallows its mask (a silver plate on
     grey tiles, a small ball in a lossy video). A body cannot vanish and come back in the very
     frame it bounces; a flicker anywhere else still counts."""
-    from tracks.physics.checks import series
-    from tracks.physics.checks._kinematics import bounce_frames, fill_single_gaps, landings
-
     cen = series(tracks, name, clipped=False, T=T)[0]
     gaps = {t for t in range(1, T - 1)
             if np.isnan(cen[t, 0]) and np.isfinite(cen[t - 1, 0]) and np.isfinite(cen[t + 1, 0])}
