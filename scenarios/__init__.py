@@ -13,6 +13,7 @@ SUBPACKAGES: tuple[str, ...] = (
     "scenarios.realworld",
     "scenarios.mechanics",
     "scenarios.procedural",
+    "scenarios.cartoon",
     "scenarios.flythrough",
     "scenarios.perturb",
 )

@@ -1,8 +1,7 @@
 """Thermal and material phenomena as procedural, law-based renders (numpy + OpenCV).
 
 Thermal: melting, freezing, vaporization, condensation, sublimation, deposition.
-Material: color_mixing, dissolving, hardness, combustion. Cartoon: flat_bounce (a flat shape
-dropping in a 2-D scene; a tuning-split generator). Each module's docstring states
+Material: color_mixing, dissolving, hardness, combustion. Each module's docstring states
 the law its quantities follow. Import-light: OpenCV loads on first render.
 """
 
@@ -22,7 +21,6 @@ NAMES: dict[str, tuple[str, str, str]] = {
     "material.dissolving": ("material", "DISSOLVING", "a crystal dissolves up to the solubility limit"),
     "material.hardness": ("material", "HARDNESS", "presses flatten clay but not steel"),
     "material.combustion": ("material", "COMBUSTION", "a log burns down; a stone does not burn"),
-    "cartoon.flat_bounce": ("flat", "FLAT_BOUNCE", "a flat cartoon shape (ring, cross, crescent...) drops and bounces"),
 }
 
 

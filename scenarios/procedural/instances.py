@@ -1,6 +1,6 @@
 """One instance per procedural generator: the registry's lazy ``module:attr`` targets."""
 
-from scenarios.procedural import flat, material, thermal
+from scenarios.procedural import material, thermal
 
 MELTING = thermal.Melting()
 FREEZING = thermal.Freezing()
@@ -12,4 +12,3 @@ COLOR_MIXING = material.ColorMixing()
 DISSOLVING = material.Dissolving()
 HARDNESS = material.Hardness()
 COMBUSTION = material.Combustion()
-FLAT_BOUNCE = flat.FLAT_BOUNCE

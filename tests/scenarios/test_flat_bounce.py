@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.procedural.flat import SHAPES, centre_path
+from scenarios.cartoon.flat import SHAPES, centre_path
 
 
 def test_the_centre_falls_at_g_and_rebounds_with_the_restitution():
