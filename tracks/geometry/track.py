@@ -261,8 +261,9 @@ class GeometryTrack(Track):
         if placed < 3:
             why = f"the turn-in-place fit placed only {placed} of {len(turn.registered)} sampled frames (need >= 3)"
             return [specs[n].failed(why, floor=FAILURE_FLOOR) for n in ("reprojection_error", "appearance_drift")]
-        return [turn_reprojection_error_metric(specs["reprojection_error"], turn, K),
-                appearance_drift_metric(specs["appearance_drift"], frames, observations=turn.observations(),
+        obs = turn.observations()  # one set of feature tracks for both metrics
+        return [turn_reprojection_error_metric(specs["reprojection_error"], turn, K, obs),
+                appearance_drift_metric(specs["appearance_drift"], frames, observations=obs,
                                         method="turn-in-place fit", least_squares_start=True)]
 
     def _splat_config(self, ctx: EvalContext) -> Any:

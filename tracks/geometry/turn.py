@@ -82,15 +82,17 @@ class TurnFit:
         xy = np.concatenate(self.keypoints)[nodes]
         return np.c_[track, frame, xy].astype(np.float64)
 
-    def reprojection_errors(self, K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # noqa: N803 - intrinsics
-        """Per observation of :meth:`observations` (returned too), the reprojection error in pixels.
+    def reprojection_errors(self, K: np.ndarray,  # noqa: N803 - intrinsics
+                            observations: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per observation of :meth:`observations` (returned too; pass them when already built), the
+        reprojection error in pixels.
 
         The turn-in-place counterpart of SfM's reprojection error: a pure rotation has no depth, so a
         track's "3-D point" is a direction, the normalised mean of its bearings rotated into the world by
         the fitted (globally averaged) orientations; the error is the pixel distance between the
         keypoint and that direction projected into the frame by ``K`` and the frame's orientation.
         """
-        obs = self.observations()
+        obs = self.observations() if observations is None else observations
         if len(obs) == 0:
             return np.zeros(0), obs
         track, frame = obs[:, 0].astype(int), obs[:, 1].astype(int)

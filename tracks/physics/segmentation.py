@@ -166,17 +166,19 @@ def _join_pieces(mask: np.ndarray, max_hull: float, coloured: np.ndarray | None 
     order = sorted(ok, key=lambda i: -int(stats[i, cv2.CC_STAT_AREA]))
     if stats[order[0], cv2.CC_STAT_AREA] >= JOIN_WHOLE * max_hull:
         return mask  # the body is whole already: what lies beside it is scenery of its colour
+    order = [i for i in order if stats[i, cv2.CC_STAT_AREA] >= 4]
+    points = {i: cv2.findNonZero((lab == i).astype(np.uint8)) for i in order}  # each piece's pixels, once
     used: set[int] = set()
     out = mask.copy()
     for i in order:
-        if i in used or stats[i, cv2.CC_STAT_AREA] < 4:
+        if i in used:
             continue
         group = [i]
-        pts = cv2.findNonZero((lab == i).astype(np.uint8))
+        pts = points[i]
         for j in order:
-            if j == i or j in used or stats[j, cv2.CC_STAT_AREA] < 4:
+            if j == i or j in used:
                 continue
-            both = np.concatenate([pts, cv2.findNonZero((lab == j).astype(np.uint8))])
+            both = np.concatenate([pts, points[j]])
             if cv2.contourArea(cv2.convexHull(both)) <= max_hull:
                 group.append(j)
                 pts = both

@@ -50,8 +50,10 @@ def reprojection_error_metric(spec: MetricSpec, rec: CameraRecovery) -> MetricVa
                                                 "method": rec.method})
 
 
-def turn_reprojection_error_metric(spec: MetricSpec, turn: Any, K: np.ndarray) -> MetricValue:  # noqa: N803 - intrinsics
-    """Mean reprojection error (px) of the turn-in-place fit's feature tracks (``TurnFit.reprojection_errors``).
+def turn_reprojection_error_metric(spec: MetricSpec, turn: Any, K: np.ndarray,  # noqa: N803 - intrinsics
+                                   observations: np.ndarray | None = None) -> MetricValue:
+    """Mean reprojection error (px) of the turn-in-place fit's feature tracks (``TurnFit.reprojection_errors``;
+    ``observations``: its ``observations()`` when the caller built them already).
 
     The same quantity as SfM's: the mean pixel distance between each observation of a tracked scene
     point and that point projected by the fitted camera, over all observations; the point is a direction
@@ -62,7 +64,7 @@ def turn_reprojection_error_metric(spec: MetricSpec, turn: Any, K: np.ndarray) -
     if int(turn.registered.sum()) < 3:
         return spec.failed(f"the turn-in-place fit placed only {int(turn.registered.sum())} frames (need >= 3)",
                            floor=FAILURE_FLOOR)
-    errors, obs = turn.reprojection_errors(K)
+    errors, obs = turn.reprojection_errors(K, observations)
     if len(errors) == 0:
         return spec.failed("the turn-in-place fit tracked no feature across two placed frames", floor=FAILURE_FLOOR)
     n_tracks = int(obs[:, 0].max()) + 1
