@@ -37,8 +37,10 @@ def track_score(case_seed_scores: Mapping[str, Sequence[float]]) -> float | None
     Args:
         case_seed_scores: case id → the ``ok`` scores of that case, one per seed.
     """
-    means = [sum(s) / len(s) for s in case_seed_scores.values() if len(s)]
-    return sum(means) / len(means) if means else None
+    # math.fsum is exactly rounded, so the score does not depend on the order rows arrived in (a Ray
+    # run writes them as they finish; a plain sum differed from the local run's in the last bit).
+    means = [math.fsum(s) / len(s) for s in case_seed_scores.values() if len(s)]
+    return math.fsum(means) / len(means) if means else None
 
 
 def overall_score(track_scores: Mapping[str, float | None], weights: Mapping[str, float]) -> float | None:
