@@ -226,8 +226,13 @@ def _xcorr_lag(a: np.ndarray, b: np.ndarray, max_lag: int) -> tuple[int, float]:
 
 
 def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
-                      reference: np.ndarray | None = None, max_lag: int | None = None) -> FollowingReport:
+                      reference: np.ndarray | None = None, max_lag: int | None = None,
+                      series: dict[str, dict[str, MotionSeries]] | None = None) -> FollowingReport:
     """Action-following verdict for every chunk with an action.
+
+    ``series``: where given, the motion series measured are left in it (``series["video"]`` and
+    ``series["reference"]``, each keyed by target: ``camera`` or ``agent``), and series already there are
+    used, not measured again (the track's identity consistency reads the same agent track).
 
     Raises:
         UnknownActionError: a chunk's action is not in the case's vocabulary.
@@ -237,8 +242,9 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
         e = expected_motion(c.action, case, c.num_frames)
         if e is not None:
             expected.append((c, e))
-    gen_cache: dict[str, MotionSeries] = {}
-    ref_cache: dict[str, MotionSeries] = {}
+    series = {} if series is None else series
+    gen_cache: dict[str, MotionSeries] = series.setdefault("video", {})
+    ref_cache: dict[str, MotionSeries] = series.setdefault("reference", {})
     out: list[ChunkFollowing] = []
     n_pairs = len(frames) - 1
     proj_gen = np.full(n_pairs, np.nan)

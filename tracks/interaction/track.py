@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from tracks.interaction.response import REFERENCE_MOVES, chunk_response
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, Chunk, MetricValue, Video
+
+if TYPE_CHECKING:
+    from tracks.interaction.motion import MotionSeries
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +81,11 @@ class InteractionTrack(Track):
                 errors.append(f"CLIP could not be loaded: {type(e).__name__}: {e}")
 
         ref = self._reference_frames(frames, ctx, errors, details)
+        # the motion series action following measures ("video" / "reference" -> target -> series): identity
+        # consistency reads the same agent track instead of tracking it again
+        series: dict[str, dict[str, Any]] = {}
         with ctx.timed("action_following"):
-            follow = self._following(frames, case, chunks, ref, spec, errors, details)
+            follow = self._following(frames, case, chunks, ref, spec, errors, details, series)
         metrics += follow
 
         with ctx.timed("world_response"):
@@ -90,7 +96,7 @@ class InteractionTrack(Track):
             metrics += self._transitions(frames, chunks, ctx, spec, scorer, details)
 
         with ctx.timed("consistency"):
-            metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details)
+            metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details, series)
 
         still = _stillness(details)
         frozen_vs_reference = False
@@ -166,7 +172,8 @@ class InteractionTrack(Track):
         return rv.frames
 
     def _following(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ref: np.ndarray | None,
-                   spec: TrackSpec, errors: list[str], details: dict[str, Any]) -> list[MetricValue]:
+                   spec: TrackSpec, errors: list[str], details: dict[str, Any],
+                   series: dict[str, dict[str, Any]] | None = None) -> list[MetricValue]:
         from tracks.interaction.following import analyze_following
 
         names = ("direction_accuracy", "magnitude_error", "response_delay")
@@ -181,7 +188,7 @@ class InteractionTrack(Track):
         except UnknownActionError as e:
             errors.append(str(e))
             return [spec[n].failed(str(e)) for n in names]
-        rep = analyze_following(frames, case, chunks, reference=ref)
+        rep = analyze_following(frames, case, chunks, reference=ref, series=series)
         details["following"] = rep.to_dict()
         details["agent_appearance"] = agent_appearance(case)
         out = []
@@ -240,7 +247,8 @@ class InteractionTrack(Track):
                 spec["seam_rate"].value(len(rep.seam_indices) / len(rep.boundaries), {"seams": rep.seam_indices})]
 
     def _consistency(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ref: np.ndarray | None,
-                     spec: TrackSpec, scorer: Any, details: dict[str, Any]) -> list[MetricValue]:
+                     spec: TrackSpec, scorer: Any, details: dict[str, Any],
+                     series: dict[str, dict[str, Any]] | None = None) -> list[MetricValue]:
         from tracks.interaction.consistency import calibrate_identity, text_alignment
 
         out = []
@@ -255,8 +263,10 @@ class InteractionTrack(Track):
         if len(chunks) < 2:
             out.append(spec["identity_consistency"].not_applicable("needs at least two chunks"))
             return out
-        ic = self._identity(frames, case, chunks, scorer)
-        ic_ref = self._identity(ref, case, chunks, scorer) if ref is not None else None
+        series = series or {}
+        ic = self._identity(frames, case, chunks, scorer, (series.get("video") or {}).get("agent"))
+        ic_ref = (self._identity(ref, case, chunks, scorer, (series.get("reference") or {}).get("agent"))
+                  if ref is not None else None)
         erased = next((x["erased"] for x in (ic, ic_ref) if x is not None and x.get("erased")), None)
         if erased is not None:
             # v14: the agent was followed by its motion, its colour being gone from the video; a size and
@@ -276,8 +286,12 @@ class InteractionTrack(Track):
         return out
 
     @staticmethod
-    def _identity(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], scorer: Any) -> dict[str, Any]:
-        """Similarity of each later chunk to the first: the agent, else every coloured object the case names, else the place."""
+    def _identity(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], scorer: Any,
+                  agent: MotionSeries | None = None) -> dict[str, Any]:
+        """Similarity of each later chunk to the first: the agent, else every coloured object the case names, else the place.
+
+        ``agent``: the agent's track of these frames where action following has measured it already
+        (:func:`~tracks.interaction.motion.agent_motion` of the case's agent appearance)."""
         from tracks.interaction.consistency import agent_identity_consistency, identity_consistency
         from tracks.interaction.motion import agent_motion
 
@@ -293,7 +307,7 @@ class InteractionTrack(Track):
             return identity_consistency(frames, chunks, scorer)
         per = {}
         for name, appearance in targets:
-            m = agent_motion(frames, appearance)
+            m = agent if name == "agent" and agent is not None else agent_motion(frames, appearance)
             assert m.areas is not None and m.colors is not None
             if m.tracking == "motion":
                 return {"erased": f"the {name}'s colour is erased (in nine frames of ten no pixel of its window holds "

@@ -258,3 +258,25 @@ def test_the_rubric_checks_its_0_to_5_scale_through_the_judge(tmp_path):
     with pytest.raises(JudgeError):
         _ask(judge, "rate", img, 1)
     assert judge.calls == 2  # the answer and its one correction request
+
+
+def test_the_agent_is_tracked_once_per_video(synth, monkeypatch):
+    """Action following and identity consistency read one agent track of the video and one of the
+    reference (session 52: identity tracked both again, the costliest step of the track done twice)."""
+    from tracks.interaction import following, motion
+
+    case, ref = synth.game_case("gaming.atari_pong", 0, size=64)
+    calls = []
+    real = motion.agent_motion
+
+    def counted(frames, appearance=None, tol=None):
+        calls.append(len(frames))
+        return real(frames, appearance, tol)
+
+    monkeypatch.setattr(motion, "agent_motion", counted)
+    monkeypatch.setattr(following, "agent_motion", counted)
+    ctx = EvalContext(reference_loader=lambda: Video(ref, case.fps, chunks=case.chunks))
+    out = InteractionTrack().evaluate(Video(ref, case.fps, chunks=case.chunks), case, ctx)
+    ic = next(m for m in out.metrics if m.name == "identity_consistency")
+    assert ic.status == "ok" and ic.details["calibration"] == "reference"
+    assert len(calls) == 2
