@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from tracks.interaction.flow import FlowEstimator
-from tracks.longvideo.signals import DYNAMIC_EVIDENCE, DYNAMIC_SIDE, SIGNALS, ChunkView, chunk_signals
+from tracks.longvideo.signals import CLARITY_SIDE, DYNAMIC_EVIDENCE, DYNAMIC_SIDE, SIGNALS, ChunkView, chunk_signals
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS, chunk_bounds, normalized_vde, video_drift_error
 
 logger = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ def measure_drift(
     provenance: dict[str, str] | None = None,
     dynamic_side: int = DYNAMIC_SIDE,
     dynamic_evidence: int = DYNAMIC_EVIDENCE,
+    clarity_side: int = CLARITY_SIDE,
 ) -> DriftReport:
     """Split ``frames`` (``uint8 [T, H, W, 3]``) into ``num_chunks`` equal chunks and compute VDE per signal.
 
@@ -93,6 +94,8 @@ def measure_drift(
             (:data:`~tracks.longvideo.signals.DYNAMIC_SIDE`; 0 = at ``max_side`` as the other signals, v5).
         dynamic_evidence: grey levels a grid pixel must change by for its flow to count
             (:data:`~tracks.longvideo.signals.DYNAMIC_EVIDENCE`, 3 since v7; 0 = every pixel, v6).
+        clarity_side: longer side of the fixed luma grid the model-free ``clarity`` signal is measured on
+            (:data:`~tracks.longvideo.signals.CLARITY_SIDE`, 48 since v8; 0 = at ``max_side``, v7).
 
     Raises:
         ValueError: fewer frames than chunks.
@@ -107,7 +110,8 @@ def measure_drift(
         chunk = frames[start:end:frame_stride]
         if free:
             vals = chunk_signals(ChunkView.from_frames(chunk, max_side, dynamic_side if "dynamic" in free else 0,
-                                                       dynamic_evidence), free, flow)
+                                                       dynamic_evidence, clarity_side if "clarity" in free else 0),
+                                 free, flow)
             for k, v in vals.items():
                 per_chunk[k].append(v)
         for name, fn in learned.items():

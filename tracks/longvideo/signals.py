@@ -9,7 +9,8 @@ weights are given.
 =============  ==========================================================================
 signal         model-free definition (per chunk, frames at <= 128 px)
 =============  ==========================================================================
-clarity        mean variance of the Laplacian of the grey frames (focus / sharpness)
+clarity        mean variance of the Laplacian (focus / sharpness) of luma resampled to a fixed
+               grid whose longer side is ``CLARITY_SIDE`` = 48 px (v8)
 motion         1 - mean |I_t - interp(I_{t-1}, I_{t+1})| / 255, the middle frame rebuilt
                by warping its neighbours half-way along DIS optical flow (VBench's
                "re-interpolate dropped frames" idea without AMT)
@@ -20,9 +21,9 @@ background     mean over frames of the HSV colour-histogram intersection with th
 subject        the same with SSIM of the grey frames (structure rather than colour)
 dynamic        mean over frame pairs of the mean of the top-5 % optical-flow magnitudes
                (pixels per frame) on luma resampled to a fixed grid whose longer side is
-               ``DYNAMIC_SIDE`` = 32 px (v6), whatever size the video was written at; with
-               the option ``dynamic_evidence`` = k > 0 (off by default), flow counts only
-               where the two grid frames differ by more than k grey levels
+               ``DYNAMIC_SIDE`` = 32 px (v6), whatever size the video was written at; flow
+               counts only where the two grid frames differ by more than ``dynamic_evidence``
+               = 3 grey levels (v7)
 =============  ==========================================================================
 
 Why the dynamic signal has its own grid (v6): at the 128 px analysis size, a small video (the 64 px smoke
@@ -36,7 +37,7 @@ resized copy on the same pixels as the original, so DIS sees the same problem in
 split (smoke, 18 series x 3 encodings): the mean |change| of the dynamic signal's normalised VDE between
 copies of one clip fell from 0.071 to 0.039; grids of 24 and 40 px gave 0.042 and 0.043.
 
-Flow evidence (option ``dynamic_evidence``, off by default; session 51): a brightness change on a smooth
+Flow evidence (option ``dynamic_evidence``; session 51, the default from v7): a brightness change on a smooth
 gradient is, to optical flow, motion (the aperture problem: a change dI over a gradient g reads as a move of
 dI / g), and on the uint8 grid a smooth gradient is a staircase of flat terraces whose edges shift when the
 brightness creeps by a grey level. On the long-video tuning suite (``bench/suites/longvideo_tune``, 70-100
@@ -47,7 +48,23 @@ pixel whose two grid frames differ by no more than 3 grey levels counts 0 in the
 accuracy lossless / crf 23 / crf 35 x0.75): longvideo_tune 0.933 / 0.928 / 0.872 -> 0.989 / 0.983 / 0.928
 (Spearman 0.880 / 0.860 / 0.767 -> 0.980 / 0.980 / 0.860), but smoke 1.000 / 0.972 / 0.954 -> 1.000 / 0.972 /
 0.944 and smoke's largest clean encoding gap 0.013 -> 0.041 (Freeway at 48 px crf 35: with object interiors
-counted 0, a few codec-artefact pixels weigh more in the top 5 %), so it is not the default.
+counted 0, a few codec-artefact pixels weigh more in the top 5 %); the lead made it the default as v7.
+
+Why clarity has its own grid too (v8, session 52): x264 spends its bits unevenly in time. The first (intra) frame
+is coded sharper than the predicted frames after it, and static areas keep that detail for a while before it
+fades; B frames are softer than the P frames around them, so a chunk's mean sharpness depends on how many of each
+it holds; and the 0.75x copy is analysed at its coded size. All of it lives in the finest octave of the coded
+resolution, which is where the variance of the Laplacian at the 128 px analysis size looks, so a clean clip's
+clarity drifted by itself once encoded. On luma area-averaged onto a fixed grid whose longer side is 48 px
+(``longvideo.clarity_side``; 0 = the analysis size, v7) every copy of a clip lands on the same pixels below that
+octave, while a blur drift still removes what the grid keeps. Tuning split (``bench/suites/longvideo_tune``, the
+40 clean and colour-drifted videos): mean |change| of the clarity signal's normalised VDE between the lossless
+video and its crf 23 / crf 35 x0.75 copies 0.010 / 0.027 -> 0.004 / 0.013; grids of 32-96 px: 0.003-0.009 /
+0.011-0.022, with the signal's response to the weakest blur drift shrinking as the grid does (at crf 35 x0.75,
+mean 0.065 at 32 px, 0.145 at 48, 0.264 at 128). Tried and dropped: the Laplacian's variance divided by the
+frame's grey variance (contrast-normalised, so a colour cast's brightness change does not move it), at 128 px
+or on a grid: ``longvideo_tune`` gained as much, but ``smoke`` lost pairs (crf 23 / crf 35 x0.75 pair accuracy
+0.972 / 0.944 -> 0.963 / 0.926).
 
 All signals are positive for natural video, so the VDE ratio ``|m_i - m_1| / m_1`` is
 meaningful; a frozen video has ``dynamic = 0`` in its first chunk and VDE is then ``inf``
@@ -69,6 +86,9 @@ SIGNALS: tuple[str, ...] = ("clarity", "motion", "aesthetic", "background", "sub
 
 #: longer side (px) of the fixed luma grid the ``dynamic`` signal's flow is measured on (v6; 0 = the analysis size)
 DYNAMIC_SIDE = 32
+#: longer side (px) of the fixed luma grid the ``clarity`` signal is measured on (v8; 0 = the analysis size, v7):
+#: below the finest octave of the coded resolution, where an encoder's uneven sharpness over time lives
+CLARITY_SIDE = 48
 #: grey levels two frames of the dynamic grid must differ by at a pixel for its flow to count (v7; 0 = every
 #: pixel, v6): brightness creep over smooth shading reads as motion where nothing moved
 DYNAMIC_EVIDENCE = 3
@@ -92,32 +112,39 @@ def luma_grid(frames: np.ndarray, side: int) -> np.ndarray:
 
 @dataclass
 class ChunkView:
-    """One chunk prepared for analysis: RGB ``[T, h, w, 3]`` and grey ``[T, h, w]`` at <= 128 px, and the luma
-    on the ``dynamic`` signal's fixed grid (``None``: that signal reads ``gray``); ``dynamic_evidence``: the
-    grey levels a pixel must change by between two frames for its flow to count (:data:`DYNAMIC_EVIDENCE`)."""
+    """One chunk prepared for analysis: RGB ``[T, h, w, 3]`` and grey ``[T, h, w]`` at <= 128 px, the luma on the
+    ``dynamic`` signal's fixed grid and on the ``clarity`` signal's (``None``: that signal reads ``gray``);
+    ``dynamic_evidence``: the grey levels a pixel must change by between two frames for its flow to count
+    (:data:`DYNAMIC_EVIDENCE`)."""
 
     rgb: np.ndarray
     gray: np.ndarray
     flow_gray: np.ndarray | None = None
     dynamic_evidence: int = DYNAMIC_EVIDENCE
+    clarity_gray: np.ndarray | None = None
 
     @classmethod
     def from_frames(cls, frames: np.ndarray, max_side: int = 128, dynamic_side: int = DYNAMIC_SIDE,
-                    dynamic_evidence: int = DYNAMIC_EVIDENCE) -> ChunkView:
+                    dynamic_evidence: int = DYNAMIC_EVIDENCE, clarity_side: int = CLARITY_SIDE) -> ChunkView:
         """``dynamic_side``: the dynamic signal's grid (:data:`DYNAMIC_SIDE`); 0 measures it at ``max_side``.
-        ``dynamic_evidence``: :data:`DYNAMIC_EVIDENCE`; 0 counts every pixel's flow (v6)."""
+        ``dynamic_evidence``: :data:`DYNAMIC_EVIDENCE`; 0 counts every pixel's flow (v6).
+        ``clarity_side``: the clarity signal's grid (:data:`CLARITY_SIDE`); 0 measures it at ``max_side`` (v7)."""
         if dynamic_evidence < 0:
             raise ValueError(f"dynamic_evidence is a number of grey levels >= 0, got {dynamic_evidence}")
         rgb = resize_rgb(frames, max_side)
         grid = luma_grid(frames, dynamic_side) if dynamic_side else None
-        return cls(rgb=rgb, gray=to_gray(rgb, max_side), flow_gray=grid, dynamic_evidence=int(dynamic_evidence))
+        sharp = luma_grid(frames, clarity_side) if clarity_side else None
+        return cls(rgb=rgb, gray=to_gray(rgb, max_side), flow_gray=grid, dynamic_evidence=int(dynamic_evidence),
+                   clarity_gray=sharp)
 
 
 def clarity(view: ChunkView) -> float:
-    """Mean variance of the Laplacian (higher = sharper)."""
+    """Mean variance of the Laplacian (higher = sharper) of the view's clarity grid (``view.clarity_gray``; of
+    ``view.gray`` when it has none)."""
     import cv2
 
-    return float(np.mean([cv2.Laplacian(g.astype(np.float32), cv2.CV_32F).var() for g in view.gray]))
+    gray = view.clarity_gray if view.clarity_gray is not None else view.gray
+    return float(np.mean([cv2.Laplacian(g.astype(np.float32), cv2.CV_32F).var() for g in gray]))
 
 
 def motion_smoothness(view: ChunkView, flow: FlowEstimator | None = None) -> float:

@@ -13,7 +13,7 @@ import numpy as np
 from tracks.longvideo.drift import measure_drift
 from tracks.longvideo.dynamics import motion_gate
 from tracks.longvideo.learned import any_weights_given, build_learned_signals
-from tracks.longvideo.signals import DYNAMIC_EVIDENCE, DYNAMIC_SIDE, SIGNALS
+from tracks.longvideo.signals import CLARITY_SIDE, DYNAMIC_EVIDENCE, DYNAMIC_SIDE, SIGNALS
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
@@ -35,7 +35,8 @@ class LongVideoTrack(Track):
         ``longvideo.num_chunks`` (10), ``longvideo.max_side`` (128 px analysis size),
         ``longvideo.frame_stride`` (1), ``longvideo.signals`` (comma list), ``longvideo.dynamic_side`` (32 px grid
         of the model-free dynamic signal, v6), ``longvideo.dynamic_evidence`` (grey levels a grid pixel must change
-        by for its flow to count; 0, off, by default),
+        by for its flow to count; 3 since v7), ``longvideo.clarity_side`` (48 px grid of the model-free clarity
+        signal, v8),
         ``longvideo.musiq_path`` / ``amt_path`` / ``clip_path`` / ``aesthetic_clip_path`` / ``aesthetic_head`` /
         ``dino_path`` / ``raft_path`` (local weights for LV-Bench's published signals, see
         :mod:`tracks.longvideo.learned`; each ``vde_*`` metric's ``details.provenance`` says what computed it).
@@ -84,7 +85,8 @@ class LongVideoTrack(Track):
                                    frame_stride=int(ctx.option("longvideo.frame_stride", 1)), learned=learned,
                                    provenance=loaded.provenance,
                                    dynamic_side=int(ctx.option("longvideo.dynamic_side", DYNAMIC_SIDE)),
-                                   dynamic_evidence=int(ctx.option("longvideo.dynamic_evidence", DYNAMIC_EVIDENCE)))
+                                   dynamic_evidence=int(ctx.option("longvideo.dynamic_evidence", DYNAMIC_EVIDENCE)),
+                                   clarity_side=int(ctx.option("longvideo.clarity_side", CLARITY_SIDE)))
         metrics: list[MetricValue] = []
         for s in signals:
             ms = spec[f"vde_{s}"]
