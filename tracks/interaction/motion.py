@@ -552,18 +552,109 @@ def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> tuple[np.ndarray,
     return _track_components(masks, min_area=4)
 
 
+#: analysis size (longer side) at which :func:`picture_offsets` looks for a whole-picture jump, refined at full size
+OFFSET_SIDE = 128
+#: blur (Gaussian sigma, pixels) before a jump is looked for: a jump of a fraction of a pixel more or less than
+#: the integer shift tried leaves half of every sharp edge's contrast unexplained (crf 35 x0.75 Pong: a 2.5 px
+#: seam)
+OFFSET_BLUR = 1.0
+
+
+def picture_offsets(frames: np.ndarray, explains: float | None = None) -> np.ndarray:
+    """Where frame 0's picture lies in each frame: ``int [T, 2]`` (x, y) pixel offsets; all zeros where nothing
+    shifts the whole picture (a fixed screen, sprites moving over it).
+
+    A frame pair jumps where a whole-picture translation explains it
+    (:func:`~tracks.interaction.transitions.best_shift` on grey frames at :data:`OFFSET_SIDE` pixels blurred
+    by :data:`OFFSET_BLUR`, less their median level: it leaves at most ``explains`` of the pair's change, default the transition
+    signal's :data:`~tracks.interaction.transitions.SHIFT_EXPLAINS`, and removes at least
+    :data:`~tracks.interaction.transitions.SHIFT_MIN_GAIN`). The new offset is then measured at full size
+    against frame 0's picture itself, within a few pixels of the jump found, not added to the last one: a
+    jump of 2.5 px read as +2 and back as -3 would leave the picture a pixel off for the rest of the video.
+    """
+    import cv2
+
+    from tracks.interaction.transitions import SHIFT_EXPLAINS, SHIFT_MIN_GAIN, best_shift
+
+    explains = SHIFT_EXPLAINS if explains is None else explains
+    frames = np.asarray(frames)
+    T, H, W = frames.shape[:3]
+    out = np.zeros((T, 2), dtype=np.int64)
+    if T < 2:
+        return out
+
+    def blur(g: np.ndarray) -> np.ndarray:
+        """Each frame blurred and less its median level (a codec's pulse moves a flat field's level everywhere:
+        Pong at crf 35 x0.75 every 7-17 frames by about 2 grey levels, which no shift explains)."""
+        out = np.stack([cv2.GaussianBlur(f, (0, 0), OFFSET_BLUR) for f in g])
+        return out - np.median(out.reshape(len(out), -1), axis=1)[:, None, None]
+
+    g = blur(to_gray(frames, OFFSET_SIDE).astype(np.float32))
+    scale = W / g.shape[2]
+    full = blur(to_gray(frames, max(H, W)).astype(np.float32))
+
+    def residual(t: int, ox: int, oy: int) -> float:
+        """Mean grey difference of frame ``t`` at ``p`` and frame 0 at ``p - (ox, oy)`` over their overlap."""
+        a = full[0][max(0, -oy): H - max(0, oy), max(0, -ox): W - max(0, ox)]
+        b = full[t][max(0, oy): H - max(0, -oy), max(0, ox): W - max(0, -ox)]
+        return float(np.abs(b - a).mean())
+
+    for t in range(T - 1):
+        d, raw, left = best_shift(g[t], g[t + 1])
+        out[t + 1] = out[t]
+        if d == (0, 0) or left > explains * raw or raw - left < SHIFT_MIN_GAIN:
+            # no jump seen; a picture carried off frame 0's that matches it again unshifted came back
+            # (a jump back the codec blurred past SHIFT_EXPLAINS)
+            if out[t].any() and residual(t + 1, 0, 0) < residual(t + 1, int(out[t, 0]), int(out[t, 1])):
+                out[t + 1] = 0
+            continue
+        guess = out[t] + np.rint(np.asarray(d, dtype=np.float64) * scale).astype(np.int64)
+        r = int(np.ceil(scale)) + 1
+        cands = [(ox, oy) for ox in range(int(guess[0]) - r, int(guess[0]) + r + 1)
+                 for oy in range(int(guess[1]) - r, int(guess[1]) + r + 1) if abs(ox) < W // 2 and abs(oy) < H // 2]
+        if cands:
+            out[t + 1] = min(cands, key=lambda o: residual(t + 1, *o))
+    return out
+
+
+def stabilise(frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``frames`` (``uint8 [T, H, W, 3]``) moved back by ``offsets`` (:func:`picture_offsets`) onto frame 0's
+    picture; what a shifted frame does not show repeats its edge (walls and field run on; a constant fill drew
+    corners into the walls that the likelihood read as agent-coloured blends)."""
+    out = np.asarray(frames).copy()
+    H, W = out.shape[1:3]
+    for t in np.flatnonzero(np.any(offsets != 0, axis=1)):
+        dx, dy = (int(v) for v in offsets[t])
+        # stab[y, x] = frame[y + dy, x + dx], the frame's edge where that is outside it
+        ys = np.clip(np.arange(H) + dy, 0, H - 1)
+        xs = np.clip(np.arange(W) + dx, 0, W - 1)
+        out[t] = frames[t][ys][:, xs]
+    return out
+
+
 def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float | None = None) -> MotionSeries:
     """Displacement of the agent sprite between frames (full resolution: sprites are small).
 
     ``appearance``: ``{"color": RGB, "window": {"rows", "cols"} | None, "resolution": [H, W] | None}``
     (:func:`tracks.interaction.actions.agent_appearance`); the window is in ``resolution`` pixels
     and is mapped onto the video's size.
+
+    A window is where the agent can be on a fixed screen (an Atari playfield): where the whole picture
+    jumps (a seam that shifts a chunk sideways), the window goes with the picture (v16): the frames are
+    moved back onto frame 0's picture (:func:`picture_offsets`, :func:`stabilise`) before tracking, and
+    positions, masks and colours are read there (a whole-picture jump is not the agent's motion). Before,
+    a Pong paddle shifted 8 % of the width left its 8 px column window and the track held a sliver of it or
+    a speck of the field; an agent the shift pushes out of the picture is not seen.
     """
     frames = np.asarray(frames)
     w = frames.shape[2]
     if appearance and appearance.get("color") is not None:
         res = appearance.get("resolution")
         window = scale_window(appearance.get("window"), res, frames.shape[1:3])
+        if window is not None:
+            offsets = picture_offsets(frames)
+            if offsets.any():
+                frames = stabilise(frames, offsets)
         start = None
         if appearance.get("box") is not None:  # [x0, y0, x1, y1] in the first frame, case pixels
             x0, y0, x1, y1 = (float(v) for v in appearance["box"])
