@@ -35,6 +35,10 @@ class MotionSeries:
         tracking: how the agent was found (agent only): ``colour`` (:func:`agent_likelihood`),
             ``motion`` (the video has erased the agent's colour: :func:`_motion_fallback`) or ``blobs``
             (no colour known: :func:`_blob_centroids`).
+        coverage: ``[T]`` the tracked component's summed likelihood (``colour`` tracking only, else
+            ``None``): the pixels' worth of agent it holds. A codec or a resize spreads a small sprite's
+            contrast over more pixels at a fraction each, so its pixel count grows (Freeway's 12 px chicken
+            reads 18 px at crf 23) while its coverage stays about its own size (v17).
     """
 
     translation: np.ndarray
@@ -44,6 +48,7 @@ class MotionSeries:
     areas: np.ndarray | None = None
     colors: np.ndarray | None = None
     tracking: str | None = None
+    coverage: np.ndarray | None = None
 
 
 def camera_motion(frames: np.ndarray, max_side: int = 128, grid_step: int = 4) -> MotionSeries:
@@ -383,7 +388,7 @@ def _track_likelihood(lik: np.ndarray, static: np.ndarray | None = None, start: 
 
 def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
                      tol: float | None = None, start: tuple[float, float] | None = None,
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, np.ndarray | None]:
     """Centroids of the agent's component per frame, from :func:`agent_likelihood` inside ``window``.
 
     ``tol`` is accepted for compatibility and ignored: the tolerance comes from the measured noise.
@@ -392,15 +397,16 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
     agent is followed by its motion instead (:func:`_motion_fallback`, v14).
 
     Returns:
-        centroids ``[T, 2]``, areas ``[T]``, the chosen masks ``[T, h, w]`` and how the agent was
-        tracked (``colour`` or ``motion``).
+        centroids ``[T, 2]``, areas ``[T]``, the chosen masks ``[T, h, w]``, how the agent was
+        tracked (``colour`` or ``motion``) and the component's coverage ``[T]`` (the sum of its
+        likelihood: the agent's pixels a blur or a codec spread over more pixels; colour only).
     """
     T, h, w = rgb.shape[:3]
     r0, r1 = (window or {}).get("rows", [0, h])
     c0, c1 = (window or {}).get("cols", [0, w])
     r0, r1, c0, c1 = max(0, int(r0)), min(h, int(r1)), max(0, int(c0)), min(w, int(c1))
     if r1 <= r0 or c1 <= c0:
-        return np.full((T, 2), np.nan), np.zeros(T), np.zeros((T, h, w), dtype=bool), "colour"
+        return np.full((T, 2), np.nan), np.zeros(T), np.zeros((T, h, w), dtype=bool), "colour", np.zeros(T)
     x = to_ycc(rgb)
     k = background_kernel((h, w))
     bg_full = _local_background(x, k)
@@ -413,7 +419,7 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
         cents, areas, chosen = _motion_fallback(x[:, r0:r1, c0:c1, 0], float(to_ycc(color)[0]), sigma)
         full = np.zeros((T, h, w), dtype=bool)
         full[:, r0:r1, c0:c1] = chosen
-        return cents + np.array([c0, r0], dtype=np.float64), areas, full, "motion"
+        return cents + np.array([c0, r0], dtype=np.float64), areas, full, "motion", None
     # static structure of the agent's colour (a wall, a lane line): agent-like in the temporal median
     med = np.median(sub.astype(np.float32), axis=0)[None]
     static = agent_likelihood(med, color, np.median(bg, axis=0)[None], sigma, np.median(tex, axis=0)[None])[0] > 0
@@ -422,9 +428,10 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
     # one pixel is enough: colour + window are specific, and small renders shrink sprites to a pixel
     # with a start position (an object's box) the object itself may well be static: no demotion
     cents, areas, chosen = _track_likelihood(lik, static if start is None else None, start)
+    coverage = np.array([float(lik[t][chosen[t]].sum()) for t in range(T)])
     full = np.zeros((T, h, w), dtype=bool)
     full[:, r0:r1, c0:c1] = chosen
-    return cents + np.array([c0, r0], dtype=np.float64), areas, full, "colour"
+    return cents + np.array([c0, r0], dtype=np.float64), areas, full, "colour", coverage
 
 
 def colour_erased(lik: np.ndarray) -> bool:
@@ -660,7 +667,7 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
             x0, y0, x1, y1 = (float(v) for v in appearance["box"])
             sx, sy = (frames.shape[2] / res[1], frames.shape[1] / res[0]) if res else (1.0, 1.0)
             start = ((x0 + x1) / 2 * sx, (y0 + y1) / 2 * sy)
-        pos, areas, chosen, tracking = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32),
+        pos, areas, chosen, tracking, coverage = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32),
                                                         window, tol, start)
         src = frames
     else:
@@ -670,12 +677,13 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
         pos = pos * scale
         areas = areas * scale**2
         tracking = "blobs"
+        coverage = None
     colors = np.full((len(frames), 3), np.nan)
     for t in range(len(frames)):
         if chosen[t].any():
             colors[t] = src[t][chosen[t]].mean(axis=0)
     trans = np.diff(_bridge_gaps(pos), axis=0) / w
-    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos, areas, colors, tracking)
+    return MotionSeries(trans, np.zeros(len(trans)), "agent", pos, areas, colors, tracking, coverage)
 
 
 # Gaps of up to this many frames between two sightings are bridged by linear interpolation (a codec that
