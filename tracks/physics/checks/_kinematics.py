@@ -299,19 +299,49 @@ def speed2d(cen: np.ndarray, fps: float) -> np.ndarray:
     return sp
 
 
-#: still frames at the top of a flight that are its apex, not a hover (:func:`hover_frames`).
+#: still frames at the top of a flight that are its apex, not a hover (:func:`hover_frames`), at
+#: least; a slow fall allows more (:func:`apex_steps`).
 APEX_FRAMES = 3
+#: what a lossy encoder may leave unmoved (pixels): H.264 skip blocks repeat a body's pixels while
+#: it moves less than about this much, so a still run is evidence of rest only past that.
+CODEC_HOLD_PX = 1.0
 
 
-def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04) -> int:
+def apex_steps(accel: float | None, fps: float, pixel: float) -> tuple[int, int]:
+    """Still steps a ballistic body may show at the top of a flight, and at the start of a fall.
+
+    Under a downward acceleration ``a`` (frame heights / s²) a body stays within ``q`` =
+    :data:`CODEC_HOLD_PX` pixels (``pixel``: one pixel in frame heights) of its apex for
+    ``sqrt(2 q / a)`` frame steps on each side: a lossy encoder may repeat it there (a cartoon ring
+    held for 3 steps at 15 fps after a crf 35 resize). Returns ``(apex, start)``: the still steps
+    allowed at an apex (both sides) and at the start of a fall from rest (one side), each rounded
+    up (the step that leaves the hold is partly still) and never under the fixed allowance
+    (:data:`APEX_FRAMES` - 1 and - 2)."""
+    if accel is None or not np.isfinite(accel) or accel <= 0 or fps <= 0 or pixel <= 0:
+        return APEX_FRAMES - 1, APEX_FRAMES - 2
+    side = float(np.sqrt(2.0 * CODEC_HOLD_PX * pixel / (accel / fps**2)))
+    return max(APEX_FRAMES - 1, int(np.ceil(2 * side))), max(APEX_FRAMES - 2, int(np.ceil(side)))
+
+
+def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04,
+                 accel: float | None = None, pixel: float = 0.0) -> int:
     """Frames an object spends at rest (≥ 3 in a row, 2-D speed) with its bottom above
     ``rest_level - tol``: an unsupported object that should be falling.
 
     Up to :data:`APEX_FRAMES` still frames at the top of a flight (rising before, falling after)
-    are its apex, not a hover: a lossy encoder repeats a slow ball's pixels there (H.264 skip
-    blocks at crf 35 froze a bouncing ball for three frames)."""
-    still = (speed2d(cen, fps) < REST_SPEED) & (bottom < rest_level - tol)
+    are its apex, not a hover. A lossy encoder also repeats a slow body's pixels (H.264 skip
+    blocks: the very same centroid in successive frames) at its apex and at the start of its fall;
+    such exact repeats are allowed besides, as many as a body under the flight's acceleration
+    ``accel`` (frame heights / s²) stays within a pixel (``pixel``, in frame heights) of its apex:
+    :func:`apex_steps`. A body that moves slowly but not exactly still at its apex (a weaker
+    gravity) is held to :data:`APEX_FRAMES`."""
+    apex_max, start_max = apex_steps(accel, fps, pixel)
+    sp = speed2d(cen, fps)
+    still = (sp < REST_SPEED) & (bottom < rest_level - tol)
+    repeat = sp == 0.0  # the same centroid as the frame before: the codec repeated the body
     y = cen[:, 1]
+    seen = np.flatnonzero(np.isfinite(y))
+    first_seen = int(seen[0]) if len(seen) else 0
     out = 0
     for r in runs(still):
         if len(r) < 2:
@@ -319,17 +349,27 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
         first, last = int(r[0]) - 1, int(r[-1])  # the still frames (speed2d[t] is the step into t)
         before, after = y[max(0, first - 2) : first + 1], y[last : last + 3]
         before, after = before[np.isfinite(before)], after[np.isfinite(after)]
-        apex = (len(before) > 1 and len(after) > 1 and before[0] - before[-1] > 0 and after[-1] - after[0] > 0)
-        if apex and len(r) + 1 <= APEX_FRAMES:
+        falls_after = len(after) > 1 and after[-1] - after[0] > 0
+        apex = len(before) > 1 and before[0] - before[-1] > 0 and falls_after
+        n_rep = int(repeat[r].sum())
+        slow = len(r) - n_rep
+        if apex and slow + 1 <= APEX_FRAMES and n_rep <= apex_max:
             continue
+        if first <= first_seen and falls_after and slow + 2 <= APEX_FRAMES and n_rep <= start_max:
+            continue  # released at the start of the video: the codec held its first frames
         out += len(r) + 1
     return out
 
 
+def _second_largest(v: np.ndarray) -> float:
+    """The second-largest value (``-inf`` for fewer than two)."""
+    return float(np.sort(v)[-2]) if len(v) >= 2 else -np.inf
+
+
 def spontaneous_starts(cen: np.ndarray, fps: float, window: int = 8) -> list[int]:
     """Frames where an object at rest (≥ 3 frames) starts moving by itself other than by falling:
-    within ``window`` frames it rises, or slides sideways, by at least :data:`MIN_FLIGHT_RANGE`.
-    Nothing at rest lifts off or speeds up without a push (Newton's first law) — the signature
+    within ``window`` frames it rises, or slides sideways, by at least :data:`MIN_FLIGHT_RANGE` in
+    two frames or more. Nothing at rest lifts off or speeds up without a push (Newton's first law) — the signature
     of time-reversed falls, slides and reversed gravity. Falling from rest is allowed."""
     out = []
     for r in runs(speed2d(cen, fps) < REST_SPEED):
@@ -340,8 +380,10 @@ def spontaneous_starts(cen: np.ndarray, fps: float, window: int = 8) -> list[int
         ahead = ahead[~np.isnan(ahead[:, 0])]
         if not len(ahead):
             continue
-        rise = cen[e, 1] - ahead[:, 1].min()
-        side = np.abs(ahead[:, 0] - cen[e, 0]).max()
+        # the second-largest departure: a start keeps going (nothing brings it back), a
+        # mis-segmented frame of a small body in a lossy video does not (v13)
+        rise = _second_largest(cen[e, 1] - ahead[:, 1])
+        side = _second_largest(np.abs(ahead[:, 0] - cen[e, 0]))
         if rise >= MIN_FLIGHT_RANGE or side >= MIN_FLIGHT_RANGE:
             out.append(e)
     return out

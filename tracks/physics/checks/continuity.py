@@ -15,7 +15,8 @@ A body the rule consumes (``shrinks: true``: burning fuel, melting ice) has one 
 track (the one seen longest, ties to the earliest); the pieces it sheds (charred fragments,
 broken-off chunks) come and go as new tracks and may be linked to one another across the
 frame, which is no teleport of the body. Rigid objects keep every track (two presses are two
-paths).
+paths); a declared rigid body's tracks of one name, merged, are one more path (v8: a body the
+tracker lost and found again elsewhere moved between the two).
 
 Score = exp(-excess / 0.05) (excess in frame heights).
 """
@@ -31,12 +32,14 @@ from tracks.physics.checks import (
     CheckResult,
     followed,
     not_applicable,
+    partial_sightings,
     position_tolerance,
     rule_dimension,
+    slivers,
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "7"
+VERSION = "8"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
@@ -70,18 +73,19 @@ def steps(cen: np.ndarray) -> np.ndarray:
 
 
 def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
-                same_body: float = 1.5) -> tuple[float, int | None]:
+                same_body: float = 1.5, rigid: bool = False) -> tuple[float, int | None]:
     """Largest unexplained step of a centroid path ``[T, 2]`` (same units as ``cen``) and its frame.
 
     Steps are per frame between successive sightings (a gap's step is divided by its length);
-    a sighting whose area breaks from both neighbours is left out (:func:`partial_sightings`).
+    a sighting whose area breaks from both neighbours is left out (:func:`partial_sightings`), and
+    so is a sliver of the body (:func:`~tracks.physics.checks.slivers`, v8).
     A step across which the body's ``area`` changes by more than :data:`SAME_BODY` against its own
     trend (:func:`_other_segment`) is not a teleport but a change of what was segmented (a melting
-    body splitting, steam merging).
+    body splitting, steam merging). A ``rigid`` body's area has no trend.
     """
     idx = np.flatnonzero(~np.isnan(cen[:, 0]))
     if area is not None:
-        idx = idx[~partial_sightings(area[idx], same_body)]
+        idx = idx[~(partial_sightings(area[idx], same_body) | slivers(area[idx]))]
     if len(idx) < 2:
         return 0.0, None
     d = np.diff(cen[idx], axis=0) / np.diff(idx)[:, None]  # [n, 2]
@@ -93,7 +97,7 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
         around = [x for x in (prev, nxt) if x is not None]
         if not around:
             continue
-        if area is not None and _other_segment(area[idx], k, same_body):
+        if area is not None and _other_segment(area[idx], k, same_body, rigid=rigid):
             continue
         # Per axis: a bounce reverses the step along one axis (a residual up to that step's
         # size) and leaves the other alone; a sideways jump of a falling object stands out.
@@ -105,31 +109,31 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
     return worst, where
 
 
-def partial_sightings(area: np.ndarray, same_body: float) -> np.ndarray:
-    """Sightings (of a body's successive ones) whose area breaks from both neighbours by more than
-    ``same_body`` while the neighbours agree with each other: a body half found in one frame (a
-    lossy frame, a teleported body caught mid-paste). Their centroids are biased, so the path links
-    the sightings either side; a split or merge that lasts keeps its new area and is not dropped."""
-    a = np.log(np.maximum(np.asarray(area, float), 1.0))
-    out = np.zeros(len(a), bool)
-    lim = np.log(same_body)
-    for k in range(1, len(a) - 1):
-        if abs(a[k] - a[k - 1]) > lim and abs(a[k] - a[k + 1]) > lim and abs(a[k + 1] - a[k - 1]) <= lim:
-            out[k] = True
-    return out
-
-
-def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3) -> bool:
+def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3, rigid: bool = False) -> bool:
     """Whether the area across step ``k`` (sighting ``k`` to ``k + 1`` of ``area``, the body's area at
     its successive sightings) changes by more than ``same_body`` against the body's own trend: the
     median ratio of up to ``window`` steps either side (1 without neighbours). A melting cube loses
     a tenth of its area each frame and keeps doing so across a teleport; a split or a merge breaks
-    the trend (and, being one step, does not move the median of its neighbours')."""
+    the trend (and, being one step, does not move the median of its neighbours').
+
+    The change must also last (v8): the body's trend-corrected area over up to ``window``
+    sightings after the step stands apart from that over the ones up to it, by more than
+    ``same_body``. A split or a merge keeps its new area; a small ball after a crf 35 resize,
+    found 80 px large just before a teleport and 126 px just after, is back to its ~110 px on
+    both sides, and its jump is a jump. A ``rigid`` body (a declared shape, ``rigid: true``) keeps
+    its area: its trend is none (the codec's noise in a few areas near a landing made one)."""
     a = np.maximum(np.asarray(area, float), 1.0)
-    logs = np.diff(np.log(a))
+    la = np.log(a)
+    logs = np.diff(la)
     around = np.r_[logs[max(k - window, 0):k], logs[k + 1:k + 1 + window]]
-    trend = float(np.median(around)) if len(around) else 0.0
-    return bool(abs(logs[k] - trend) > np.log(same_body))
+    trend = float(np.median(around)) if len(around) and not rigid else 0.0
+    if abs(logs[k] - trend) <= np.log(same_body):
+        return False
+    level = la - trend * np.arange(len(la))  # the area with the body's own trend taken out
+    before, after = level[max(k - window + 1, 0):k + 1], level[k + 1:k + 1 + window]
+    if len(before) < 2 or len(after) < 2:
+        return True  # too few sightings to see whether it lasts: as before v8
+    return bool(abs(float(np.median(after)) - float(np.median(before))) > np.log(same_body))
 
 
 def _main_track(tracks: list, name: str) -> int | None:
@@ -152,6 +156,8 @@ def run(inp: CheckInput) -> CheckResult:
     if not names:
         return not_applicable(NAME, "no object was followed (no named object, no object seen in half the frames)")
     consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
+    rigid = {str(o["name"]) for o in inp.objects
+             if (o.get("shape") or o.get("rigid") is True) and not o.get("shrinks") and not o.get("grows")}
     stage = {str(o["name"]) for o in inp.objects if o.get("role") == "context"}
     main = {n: _main_track(inp.tracks, n) for n in consumed}
     worst = 0.0
@@ -189,11 +195,40 @@ def run(inp: CheckInput) -> CheckResult:
             cen = np.where(sightings[:, None], tr.centroid, np.nan)
             area = np.where(sightings, tr.area, np.nan)
             tol = position_tolerance(inp, float(np.nanmedian(area))) + slack
-            excess, at = jump_excess(cen / inp.height, tol, area, same_body)
+            excess, at = jump_excess(cen / inp.height, tol, area, same_body, rigid=n in rigid)
             if key in per and float(per[key]["excess"]) >= excess:
                 continue  # the track's other path found the larger jump
             per[key] = {"excess": excess, "frame": at, "tolerance": tol}
             worst = max(worst, excess)
+    # A rigid body is one body: where the tracker lost it and started a second track of its name
+    # elsewhere (a small ball after a crf 35 resize, teleported across the frame), the step from
+    # the one track's last sighting to the other's first is a step of its path too (v8). Its
+    # whole sightings in the frames where it has one mask, merged, make one more path.
+    for n in names:
+        mine = [tr for tr in inp.tracks if (tr.name or f"#{tr.id}") == n]
+        if n not in rigid or len(mine) < 2:
+            continue
+        T = len(mine[0].state)
+        cen = np.full((T, 2), np.nan)
+        area = np.full(T, np.nan)
+        count = np.zeros(T, int)
+        for tr in mine:
+            v = tr.visible & ~tr.touching
+            cen[v], area[v] = tr.centroid[v], tr.area[v]
+            count += tr.visible
+        # only frames where the body has one mask: where two of its name are seen, one is no body
+        # (a piece of scenery of its colour) and a step to it is no step of the body
+        cen[count != 1], area[count != 1] = np.nan, np.nan
+        if int(np.isfinite(area).sum()) < 3:
+            continue
+        # where one track ends and another begins, either may hold only part of the body: the
+        # hand-off is allowed a body's size besides the segmentation's jitter
+        med = float(np.nanmedian(area))
+        tol = position_tolerance(inp, med) + float(np.sqrt(med)) / inp.height
+        excess, at = jump_excess(cen / inp.height, tol, area, SAME_BODY, rigid=True)
+        key = f"{n}:merged"
+        per[key] = {"excess": excess, "frame": at, "tolerance": tol}
+        worst = max(worst, excess)
     if not per:
         return not_applicable(NAME, "no followed object was seen in three frames")
     score = float(np.exp(-worst / 0.05))

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, position_tolerance, series, soft_ratio, subject
+from tracks.physics.checks import CheckInput, CheckResult, path_series, position_tolerance, soft_ratio, subject
 from tracks.physics.checks._kinematics import Flight, flights, hover_frames, mean_accel, spontaneous_starts
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "5"
+VERSION = "6"
 NAME = "gravity"
 #: a fall must cover this much (frame heights) under its fitted acceleration to count as one.
 VISIBLE_FALL = 0.02
@@ -149,7 +149,7 @@ def run(inp: CheckInput) -> CheckResult:
     if name is None:
         return CheckResult(NAME, "fail", 0.0, {}, "nothing falls: no object moves")
     H = inp.height
-    cen, area, box = series(inp.tracks, name, clipped=False, T=len(inp.frames))
+    cen, area, box = path_series(inp.tracks, name, len(inp.frames))
     cen = cen / H
     y = cen[:, 1]
     bottom = box[:, 3] / H
@@ -164,7 +164,7 @@ def run(inp: CheckInput) -> CheckResult:
     acc_ok = ratio >= 1.0
     rest_level = float(np.nanmax(bottom))
     seen = int((~np.isnan(y)).sum())
-    hov = hover_frames(cen, bottom, inp.fps, rest_level) if seen else 0
+    hov = hover_frames(cen, bottom, inp.fps, rest_level, accel=a, pixel=1.0 / H) if seen else 0
     hover_share = hov / max(seen, 1)
     rises = [t for t in spontaneous_starts(cen, inp.fps) if not pushed(inp.tracks, name, t)]
     tol = 0.01 + position_tolerance(inp, float(np.nanmedian(area)))

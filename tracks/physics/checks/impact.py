@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, object_names, series, subject
+from tracks.physics.checks import CheckInput, CheckResult, object_names, path_series, series, subject
 from tracks.physics.checks._kinematics import (
     REST_SPEED,
     bounce_frames,
@@ -34,7 +34,7 @@ from tracks.physics.checks._kinematics import (
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "6"
+VERSION = "7"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
@@ -119,7 +119,7 @@ def run(inp: CheckInput) -> CheckResult:
         return CheckResult(NAME, "fail", 0.0, {}, "no collision: no object moves")
     # A contact often costs the body its one frame (a grey plate on a grey floor, a small ball in
     # a lossy video): the turn is read across it (:func:`fill_single_gaps`).
-    y = fill_single_gaps(series(inp.tracks, name, clipped=False, T=len(inp.frames))[0])[:, 1] / inp.height
+    y = fill_single_gaps(path_series(inp.tracks, name, len(inp.frames))[0])[:, 1] / inp.height
     b = bounce_frames(y, inp.fps)
     ratios = height_ratios(y, b)
     gain = max(ratios, default=0.0)

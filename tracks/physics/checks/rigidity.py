@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, area_tolerance, followed, not_applicable
+from tracks.physics.checks import CheckInput, CheckResult, area_tolerance, followed, not_applicable, pieces
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "5"
+VERSION = "6"
 NAME = "rigidity"
 #: name fragments that mark a soft, deformable object when the case does not say ``rigid``.
 SOFT_WORDS = ("clay", "dough", "sponge", "jelly", "foam", "putty", "cushion", "pillow", "marshmallow", "soft")
@@ -54,6 +54,9 @@ def shape_series(tracks: list[ObjectTrack], name: str, *, turning: bool = False)
             aspect[ok] = tr.elongation[ok]
         else:
             aspect[ok] = np.log(np.maximum(w[ok], 1) / np.maximum(h[ok], 1))
+    # a body found only in part in a frame (a lossy frame's piece of it) is no change of shape (v6)
+    drop = pieces(area)
+    area[drop], aspect[drop] = np.nan, np.nan
     return area, aspect
 
 
