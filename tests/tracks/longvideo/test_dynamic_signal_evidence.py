@@ -1,12 +1,12 @@
-"""The model-free ``dynamic`` VDE signal with flow evidence (option ``longvideo.dynamic_evidence``, off by default).
+"""The model-free ``dynamic`` VDE signal with flow evidence (option ``longvideo.dynamic_evidence``, 3 by default since v7).
 
 On the long-video tuning suite (``bench/suites/longvideo_tune``) a colour drift over a MuJoCo render's shaded
 floor and sky read as 0.3-1.7 px/frame of motion in chunks where the clean render reads 0.001-0.15 (the ball at
 rest): a brightness creep over a smooth gradient is, to optical flow, motion, and on the uint8 grid the gradient
 is a staircase whose terraces shift when the brightness creeps by a grey level. The dynamic signal's drift then
 *fell* under the defect and every colour-drifted video outscored the clean one. With ``dynamic_evidence=3`` a
-pixel's flow counts only where its two grid frames differ by more than 3 grey levels. It is not the default:
-on the ``smoke`` suite (48-64 px, one frame pair per chunk) it cost one crf 35 pair and raised the clean
+pixel's flow counts only where its two grid frames differ by more than 3 grey levels. It became the default in
+v7, at a cost on the ``smoke`` suite (48-64 px, one frame pair per chunk): one crf 35 pair and a larger clean
 encoding gap (``docs/tracks/longvideo.md``).
 """
 
