@@ -116,12 +116,12 @@ def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3, 
     a tenth of its area each frame and keeps doing so across a teleport; a split or a merge breaks
     the trend (and, being one step, does not move the median of its neighbours').
 
-    The change must also last (v8): the body's trend-corrected area over up to ``window``
-    sightings after the step stands apart from that over the ones up to it, by more than
-    ``same_body``. A split or a merge keeps its new area; a small ball after a crf 35 resize,
-    found 80 px large just before a teleport and 126 px just after, is back to its ~110 px on
-    both sides, and its jump is a jump. A ``rigid`` body (a declared shape, ``rigid: true``) keeps
-    its area: its trend is none (the codec's noise in a few areas near a landing made one)."""
+    For a ``rigid`` body (a declared shape, ``rigid: true``; v8) the change must also last: its area
+    over up to ``window`` sightings after the step stands apart from that over the ones up to it,
+    by more than ``same_body``, and it has no trend (the codec's noise in a few areas near a
+    landing made one). A small ball after a crf 35 resize, found 80 px large just before a
+    teleport and 126 px just after, is back to its ~110 px on both sides, and its jump is a jump.
+    Other bodies split and merge for a frame (burning wood sheds a piece): any break excuses."""
     a = np.maximum(np.asarray(area, float), 1.0)
     la = np.log(a)
     logs = np.diff(la)
@@ -129,8 +129,9 @@ def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3, 
     trend = float(np.median(around)) if len(around) and not rigid else 0.0
     if abs(logs[k] - trend) <= np.log(same_body):
         return False
-    level = la - trend * np.arange(len(la))  # the area with the body's own trend taken out
-    before, after = level[max(k - window + 1, 0):k + 1], level[k + 1:k + 1 + window]
+    if not rigid:
+        return True  # burning wood sheds a piece for a frame, steam merges: any break is another segment
+    before, after = la[max(k - window + 1, 0):k + 1], la[k + 1:k + 1 + window]
     if len(before) < 2 or len(after) < 2:
         return True  # too few sightings to see whether it lasts: as before v8
     return bool(abs(float(np.median(after)) - float(np.median(before))) > np.log(same_body))
