@@ -299,8 +299,8 @@ def speed2d(cen: np.ndarray, fps: float) -> np.ndarray:
     return sp
 
 
-#: still frames at the top of a flight that are its apex, not a hover (:func:`hover_frames`), at
-#: least; a slow fall allows more (:func:`apex_steps`).
+#: still frames at the top of a flight that are its apex, not a hover (:func:`hover_frames`); a
+#: codec's exact repeats are allowed besides (:func:`apex_steps`).
 APEX_FRAMES = 3
 #: what a lossy encoder may leave unmoved (pixels): H.264 skip blocks repeat a body's pixels while
 #: it moves less than about this much, so a still run is evidence of rest only past that.
