@@ -1,8 +1,21 @@
-"""Parameters every generator shares: resolution, frame count, fps, chunk count."""
+"""Parameters every generator shares: resolution, frame count, fps, chunk count; a named choice."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+
+def choice_param(params: dict[str, Any], key: str, default: Any, choices: Sequence[str], note: str = "") -> str:
+    """``params[key]`` (else ``default``) as a string, refused unless it is one of ``choices``.
+
+    A seeded default is drawn by the caller before the call, whether or not ``key`` is given, so a
+    case's other draws do not move when one choice is named. ``note`` follows the choices in the
+    error (where they come from)."""
+    value = str(params.get(key, default))
+    if value not in choices:
+        raise ValueError(f"{key} must be one of {choices}{note}, got {value!r}")
+    return value
 
 
 def video_params(params: dict[str, Any], *, min_side: int = 16,

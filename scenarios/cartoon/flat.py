@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scenarios._params import video_params
+from scenarios._params import choice_param, video_params
 from scenarios.procedural.common import smooth_noise
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import Case, PhysicsSpec, Video, even_chunks
@@ -122,17 +122,13 @@ class FlatBounce(CaseGenerator):
         res, T, fps, nc = video_params(params, min_side=32, default_fps=15.0)
         H, W = res
         rng = np.random.default_rng([seed, 51])
-        shape = str(params.get("shape", SHAPES[int(rng.integers(len(SHAPES)))]))
-        if shape not in SHAPES:
-            raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+        shape = choice_param(params, "shape", SHAPES[int(rng.integers(len(SHAPES)))], SHAPES)
         cname = params.get("color")
         if cname is not None and cname not in COLOURS:
             raise ValueError(f"color must be one of {sorted(COLOURS)}, got {cname!r}")
         colour = COLOURS[str(cname)] if cname is not None else tuple(int(c) for c in rng.integers(30, 230, 3))
         wall = str(params.get("wall", WALLS[int(rng.integers(len(WALLS)))]))
-        pattern = str(params.get("pattern", "none"))
-        if pattern not in PATTERNS:
-            raise ValueError(f"pattern must be one of {PATTERNS}, got {pattern!r}")
+        pattern = choice_param(params, "pattern", "none", PATTERNS)
         e = float(params.get("restitution", rng.uniform(0.45, 0.75)))
         if not 0.0 <= e < 1.0:
             raise ValueError(f"restitution must be in [0, 1), got {e}")

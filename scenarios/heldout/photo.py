@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scenarios._params import video_params
+from scenarios._params import choice_param, video_params
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import CameraSpec, Case, Video, even_chunks
 
@@ -51,9 +51,7 @@ class PhotoCamera(CaseGenerator):
     def _setup(self, seed: int, params: dict[str, Any]) -> dict[str, Any]:
         res, T, fps, nc = video_params(params, min_side=32, default_fps=15.0)
         rng = np.random.default_rng([seed, 77])
-        photo = str(params.get("photo", PHOTOS[int(rng.integers(len(PHOTOS)))]))
-        if photo not in PHOTOS:
-            raise ValueError(f"photo must be one of {PHOTOS} (scikit-image data), got {photo!r}")
+        photo = choice_param(params, "photo", PHOTOS[int(rng.integers(len(PHOTOS)))], PHOTOS, " (scikit-image data)")
         motions = list(params.get("motions") or [("yaw_left", "yaw_right")[i % 2] for i in range(nc)])
         if len(motions) != nc or any(m not in MOTIONS for m in motions):
             raise ValueError(f"motions must list one of {MOTIONS} per chunk ({nc}), got {motions!r}")

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scenarios._params import video_params
+from scenarios._params import choice_param, video_params
 from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import Case, PhysicsSpec, Video, even_chunks
 
@@ -112,9 +112,7 @@ class ShapeDrop(CaseGenerator):
         res, T, fps, nc = video_params(params, min_side=32, default_fps=15.0)
         H, W = res
         rng = np.random.default_rng([seed, 91])
-        shape = str(params.get("shape", SHAPES[int(rng.integers(len(SHAPES)))]))
-        if shape not in SHAPES:
-            raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+        shape = choice_param(params, "shape", SHAPES[int(rng.integers(len(SHAPES)))], SHAPES)
         color = [int(c) for c in params.get("color", rng.integers(0, 256, 3))]
         texture = str(params.get("texture", TEXTURES[int(rng.integers(len(TEXTURES)))]))
         e = float(params.get("restitution", rng.uniform(0.5, 0.8)))

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scenarios._mujoco import intrinsics_from_fovy, project_points
-from scenarios._params import video_params
+from scenarios._params import choice_param, video_params
 from scenarios.mechanics.sim import (
     COLORS,
     GRAVITY,
@@ -209,10 +209,7 @@ def _param(params: dict[str, Any], key: str, draw: float) -> float:
 def _color(params: dict[str, Any], rng: np.random.Generator, key: str = "color", exclude: tuple[str, ...] = ()) -> str:
     choices = [c for c in _BALL_COLORS if c not in exclude]
     drawn = choices[int(rng.integers(len(choices)))]
-    c = str(params.get(key, drawn))
-    if c not in COLORS:
-        raise ValueError(f"{key} must be one of {sorted(COLORS)}, got {c!r}")
-    return c
+    return choice_param(params, key, drawn, sorted(COLORS))
 
 
 #: body shapes a thrown or dropped object may have (``shape`` param): MuJoCo geom, half-extents per radius.
@@ -228,9 +225,7 @@ def _body(params: dict[str, Any], color: str, r: float, pos: tuple[float, float,
           vel: tuple[float, float, float] = (0.0, 0.0, 0.0), **kw: Any) -> BodySpec:
     """The thrown/dropped body: a ``shape`` (default sphere) of size ``r``, resting height ``pos[2]``
     above its half-height (a box or plate starts as low as a ball of radius ``r`` would)."""
-    shape = str(params.get("shape", "sphere"))
-    if shape not in SHAPES:
-        raise ValueError(f"shape must be one of {sorted(SHAPES)}, got {shape!r}")
+    shape = choice_param(params, "shape", "sphere", sorted(SHAPES))
     geom, scale = SHAPES[shape]
     size = tuple(r * k for k in scale)
     return BodySpec(f"{color}_{_NOUNS[shape]}", geom, size, color, pos, vel, **kw)
