@@ -572,7 +572,7 @@ def picture_offsets(frames: np.ndarray, explains: float | None = None) -> np.nda
     shifts the whole picture (a fixed screen, sprites moving over it).
 
     A frame pair jumps where a whole-picture translation explains it
-    (:func:`~tracks.interaction.transitions.best_shift` on grey frames at :data:`OFFSET_SIDE` pixels blurred
+    (:func:`~tracks.interaction.transitions.whole_shift` on grey frames at :data:`OFFSET_SIDE` pixels blurred
     by :data:`OFFSET_BLUR`, less their median level: it leaves at most ``explains`` of the pair's change, default the transition
     signal's :data:`~tracks.interaction.transitions.SHIFT_EXPLAINS`, and removes at least
     :data:`~tracks.interaction.transitions.SHIFT_MIN_GAIN`). The new offset is then measured at full size
@@ -581,7 +581,7 @@ def picture_offsets(frames: np.ndarray, explains: float | None = None) -> np.nda
     """
     import cv2
 
-    from tracks.interaction.transitions import SHIFT_EXPLAINS, SHIFT_MIN_GAIN, best_shift
+    from tracks.interaction.transitions import SHIFT_EXPLAINS, whole_shift
 
     explains = SHIFT_EXPLAINS if explains is None else explains
     frames = np.asarray(frames)
@@ -607,9 +607,9 @@ def picture_offsets(frames: np.ndarray, explains: float | None = None) -> np.nda
         return float(np.abs(b - a).mean())
 
     for t in range(T - 1):
-        d, raw, left = best_shift(g[t], g[t + 1])
+        d = whole_shift(g[t], g[t + 1], explains)
         out[t + 1] = out[t]
-        if d == (0, 0) or left > explains * raw or raw - left < SHIFT_MIN_GAIN:
+        if d is None:
             # no jump seen; a picture carried off frame 0's that matches it again unshifted came back
             # (a jump back the codec blurred past SHIFT_EXPLAINS)
             if out[t].any() and residual(t + 1, 0, 0) < residual(t + 1, int(out[t, 0]), int(out[t, 1])):
@@ -625,8 +625,9 @@ def picture_offsets(frames: np.ndarray, explains: float | None = None) -> np.nda
 
 
 def stabilise(frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``frames`` (``uint8 [T, H, W, 3]``) moved back by ``offsets`` (:func:`picture_offsets`) onto frame 0's
-    picture; what a shifted frame does not show repeats its edge (walls and field run on; a constant fill drew
+    """``frames`` (``[T, H, W]`` or ``[T, H, W, C]``) moved back by ``offsets`` (``int [T, 2]``:
+    :func:`picture_offsets`, or one chunk's :func:`~tracks.interaction.response.picture_shift` for every frame) onto
+    frame 0's picture; what a shifted frame does not show repeats its edge (walls and field run on; a constant fill drew
     corners into the walls that the likelihood read as agent-coloured blends)."""
     out = np.asarray(frames).copy()
     H, W = out.shape[1:3]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tracks.interaction.flow import FlowEstimator, to_gray
+from tracks.interaction.motion import OFFSET_BLUR, stabilise
 from worldolympiad.types import Chunk
 
 #: analysis size (longer side, pixels), the size the response delay is timed at
@@ -110,35 +111,18 @@ def chunk_agreement(video: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
 def picture_shift(video: np.ndarray, ref: np.ndarray) -> tuple[int, int]:
     """The whole-picture translation ``(dx, dy)`` (pixels at :data:`SIDE`) that takes the reference's chunk onto
     the video's, where one explains the difference of their temporal medians, blurred and less their median level
-    (:func:`~tracks.interaction.transitions.best_shift` with the transition signal's
-    :data:`~tracks.interaction.transitions.SHIFT_EXPLAINS` and :data:`~tracks.interaction.transitions.SHIFT_MIN_GAIN`),
-    else ``(0, 0)``. ``video``, ``ref``: grey frames of one chunk, ``float32 [n, h, w]``."""
+    (:func:`~tracks.interaction.transitions.whole_shift`), else ``(0, 0)``. ``video``, ``ref``: grey frames of one chunk, ``float32 [n, h, w]``."""
     import cv2
 
-    from tracks.interaction.motion import OFFSET_BLUR
-    from tracks.interaction.transitions import SHIFT_EXPLAINS, SHIFT_MIN_GAIN, best_shift
+    from tracks.interaction.transitions import whole_shift
 
     # blurred (:data:`~tracks.interaction.motion.OFFSET_BLUR`): a shift of 2.5 px at this size leaves half of every
     # sharp edge unexplained at either integer shift; less its median: a codec moves a flat field's level by a grey
     # level or two everywhere (Pong at crf 23 against its lossless reference), which no shift explains
     a, b = (cv2.GaussianBlur(np.ascontiguousarray(np.median(x, axis=0), dtype=np.float32), (0, 0), OFFSET_BLUR)
             for x in (ref, video))
-    d, raw, left = best_shift(a - float(np.median(a)), b - float(np.median(b)))
-    if d == (0, 0) or left > SHIFT_EXPLAINS * raw or raw - left < SHIFT_MIN_GAIN:
-        return (0, 0)
-    return (int(d[0]), int(d[1]))
-
-
-def unshift(gray: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
-    """``gray`` (``[n, h, w]``) moved back by ``shift`` (:func:`picture_shift`); what the shifted frames do not
-    show repeats their edge (it does not change from frame to frame, so it adds no change)."""
-    dx, dy = shift
-    if (dx, dy) == (0, 0):
-        return gray
-    h, w = gray.shape[1:]
-    ys = np.clip(np.arange(h) + dy, 0, h - 1)
-    xs = np.clip(np.arange(w) + dx, 0, w - 1)
-    return gray[:, ys][:, :, xs]
+    d = whole_shift(a - float(np.median(a)), b - float(np.median(b)))
+    return (0, 0) if d is None else (int(d[0]), int(d[1]))
 
 
 def chunk_response(frames: np.ndarray, ref: np.ndarray, chunks: tuple[Chunk, ...] | list[Chunk]) -> dict[str, Any]:
@@ -179,7 +163,7 @@ def chunk_response(frames: np.ndarray, ref: np.ndarray, chunks: tuple[Chunk, ...
                 shift = picture_shift(g_gen[a:b + 1], g_ref[a:b + 1])
                 if shift != (0, 0):
                     row["shift"] = list(shift)
-                agree = chunk_agreement(unshift(g_gen[a:b + 1], shift), g_ref[a:b + 1])
+                agree = chunk_agreement(stabilise(g_gen[a:b + 1], np.tile(shift, (b + 1 - a, 1))), g_ref[a:b + 1])
                 row["test"] = agree["test"]
                 row["agreement"] = None if agree["agreement"] is None else round(agree["agreement"], 4)
                 row["responds"] = agree["agreement"] is None or agree["agreement"] >= AGREEMENT

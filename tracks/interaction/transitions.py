@@ -87,6 +87,14 @@ def best_shift(a: np.ndarray, b: np.ndarray, reach: float = SHIFT_REACH) -> tupl
     return best, raw, left
 
 
+def whole_shift(a: np.ndarray, b: np.ndarray, explains: float = SHIFT_EXPLAINS) -> tuple[int, int] | None:
+    """:func:`best_shift`'s translation from ``a`` to ``b`` where it explains the pair (leaves at most
+    ``explains`` of its grey change and removes at least :data:`SHIFT_MIN_GAIN`), else ``None``: the
+    whole picture jumped (a seam, a pan further than DIS reaches)."""
+    d, raw, left = best_shift(a, b)
+    return d if left <= explains * raw and raw - left >= SHIFT_MIN_GAIN else None
+
+
 def pair_signals(frames: np.ndarray, feature_fn: FeatureFn | None = None, max_side: int = 128) -> dict[str, np.ndarray]:
     """Per consecutive-pair change signals, each ``float [T - 1]`` (entry ``t`` is the pair ``t -> t+1``)."""
     rgb = resize_rgb(frames, max_side)
@@ -100,8 +108,8 @@ def pair_signals(frames: np.ndarray, feature_fn: FeatureFn | None = None, max_si
         f = flow(gray[t], gray[t + 1])  # gray[t][y, x] ~ gray[t+1][y + dy, x + dx]
         warp_err[t] = float(np.abs(warp(g[t + 1], f) - g[t]).mean())
         mean_flow[t] = f.reshape(-1, 2).mean(axis=0)
-        shift, raw, left = best_shift(g[t], g[t + 1])
-        if left <= SHIFT_EXPLAINS * raw and raw - left >= SHIFT_MIN_GAIN:
+        shift = whole_shift(g[t], g[t + 1])
+        if shift is not None:
             mean_flow[t] = shift  # the picture moved as a whole, maybe further than DIS reaches
     motion = np.empty(len(mean_flow), dtype=np.float64)
     for t in range(len(mean_flow)):
