@@ -388,11 +388,14 @@ def _track_likelihood(lik: np.ndarray, static: np.ndarray | None = None, start: 
 
 def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
                      tol: float | None = None, start: tuple[float, float] | None = None,
+                     shown: np.ndarray | None = None,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, np.ndarray | None]:
     """Centroids of the agent's component per frame, from :func:`agent_likelihood` inside ``window``.
 
     ``tol`` is accepted for compatibility and ignored: the tolerance comes from the measured noise.
     ``start``: where the agent is in the first frame (x, y pixels), when known (an object's box).
+    ``shown`` (``bool [T, h, w]``): the pixels each frame really shows where the frames were moved back onto frame
+    0's picture (:func:`undo_jumps`); the repeated edge elsewhere is not the agent.
     Where the video has erased the agent's colour (:func:`colour_erased`) and no start is given, the
     agent is followed by its motion instead (:func:`_motion_fallback`, v14).
 
@@ -415,6 +418,8 @@ def _color_centroids(rgb: np.ndarray, color: np.ndarray, window: dict | None,
     sub = rgb[:, r0:r1, c0:c1]
     sigma = luma_noise(x[:, r0:r1, c0:c1, 0])
     lik = agent_likelihood(sub, color, bg, sigma, tex)
+    if shown is not None:
+        lik = np.where(shown[:, r0:r1, c0:c1], lik, 0.0).astype(np.float32)
     if start is None and colour_erased(lik):
         cents, areas, chosen = _motion_fallback(x[:, r0:r1, c0:c1, 0], float(to_ycc(color)[0]), sigma)
         full = np.zeros((T, h, w), dtype=bool)
@@ -508,6 +513,17 @@ STILL_SHARE = 0.5
 STILL_GREY = 8.0
 
 
+def still_view(gray: np.ndarray) -> bool:
+    """Is the view of ``gray`` (``float [T, h, w]``, NaN = not shown) still: at least :data:`STILL_SHARE` of its
+    pixels within :data:`STILL_GREY` grey levels of their temporal median in every frame that shows them?"""
+    g = np.asarray(gray, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # pixels no frame shows: an all-NaN median
+        bg = np.nanmedian(g, axis=0)
+    close = (np.abs(g - bg[None]) <= STILL_GREY) | np.isnan(g)
+    return float(close.all(axis=0).mean()) >= STILL_SHARE
+
+
 def camera_to_first(gray: np.ndarray, grid_step: int = 4) -> np.ndarray:
     """Homographies ``[T, 3, 3]`` taking frame 0's pixel coordinates to frame ``t``'s: the per-pair
     global motion (dense DIS flow on a grid, RANSAC homography; outliers = moving objects) chained."""
@@ -529,8 +545,12 @@ def camera_to_first(gray: np.ndarray, grid_step: int = 4) -> np.ndarray:
     return out
 
 
-def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _blob_centroids(gray: np.ndarray, thresh: float = 25.0, shown: np.ndarray | None = None,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Foreground blobs against the temporal median background, tracked by :func:`_track_components`.
+
+    ``shown`` (``bool [T, h, w]``): the pixels each frame really shows, where the frames were moved back onto
+    frame 0's picture (:func:`undo_jumps`): the rest repeats the frame's edge and is neither background nor blob.
 
     A moving camera has no still background: its frames are first warped onto frame 0 by the
     chained global motion (v13), so the median is the scene and the blobs (and the returned
@@ -542,8 +562,14 @@ def _blob_centroids(gray: np.ndarray, thresh: float = 25.0) -> tuple[np.ndarray,
 
     g = gray.astype(np.float32)
     T, h, w = g.shape
+    if shown is not None:
+        g = np.where(shown, g, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # pixels no frame shows: an all-NaN median
+            bg = np.nanmedian(g, axis=0)
+        return _track_components(np.isfinite(bg)[None] & (np.abs(np.nan_to_num(g - bg[None])) > thresh), min_area=4)
     bg = np.median(g, axis=0)
-    if T < 2 or float((np.abs(g - bg[None]) <= STILL_GREY).all(axis=0).mean()) >= STILL_SHARE:
+    if T < 2 or still_view(g):
         return _track_components(np.abs(g - bg[None]) > thresh, min_area=4)
     A = camera_to_first(gray)
     flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
@@ -640,6 +666,59 @@ def stabilise(frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
+def shown_area(offsets: np.ndarray, shape: tuple[int, int], size: tuple[int, int] | None = None) -> np.ndarray:
+    """``bool [T, h, w]``: the pixels of frames moved back by ``offsets`` (:func:`stabilise`; ``[T, 2]`` pixels of
+    frames of ``shape`` ``(H, W)``) that the frame really shows, at ``size`` ``(h, w)`` (default ``shape``); a pixel
+    whose resize reaches past what is shown is left out."""
+    H, W = shape
+    h, w = size or shape
+    sy, sx = h / H, w / W
+    out = np.zeros((len(offsets), h, w), dtype=bool)
+    for t, (dx, dy) in enumerate(np.asarray(offsets, dtype=np.int64)):
+        # stab[y, x] = frame[y + dy, x + dx] is shown where 0 <= x + dx < W and 0 <= y + dy < H
+        x0, x1 = int(np.ceil(max(0, -dx) * sx)), int(np.floor((W - max(0, dx)) * sx))
+        y0, y1 = int(np.ceil(max(0, -dy) * sy)), int(np.floor((H - max(0, dy)) * sy))
+        out[t, y0:y1, x0:x1] = True
+    return out
+
+
+#: :func:`undo_jumps` takes :func:`picture_offsets` for jumps of the picture only where every jump changes at least
+#: this share of the picture (at :data:`OFFSET_SIDE`) by more than :data:`JUMP_GREY` grey levels: a seam on the
+#: tuning split's robot floors changes 21-28 %, a 3 px sprite moving over a flat road 1 % (whose whole-picture shift
+#: explains the pair: the sprite maps onto itself, the road onto road)
+JUMP_SHARE = 0.05
+JUMP_GREY = 8.0
+
+
+def undo_jumps(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``frames`` moved back onto frame 0's picture where the whole picture jumps (:func:`picture_offsets`,
+    :func:`stabilise`) and the view is still once the jumps are undone (a fixed camera whose chunks were shifted
+    sideways: a seam), with the offsets undone (``int [T, 2]``; :func:`shown_area` says what each frame really
+    shows); else ``frames`` and ``None``
+    (nothing jumps, the picture's structure does not move with the jump, or the camera moves: :func:`_blob_centroids`
+    follows a moving camera by its global motion).
+
+    Version 18: a jump of the whole picture is no motion of the agent or of an object in it. Before, only an agent
+    with a search window (an Atari playfield, v16) was tracked on the stabilised picture; the blob tracker of a robot
+    arm took the shifted chunks' median for the background and the jump for the arm's motion (issue 56:
+    bench/suites/interaction_tune's robot pick, ``seam_cut`` 0.5 below 1).
+    """
+    offsets = picture_offsets(frames)
+    if not offsets.any():
+        return frames, None
+    # a jump of the picture moves its structure everywhere; a translation that explains a pair where only a few pixels
+    # change is a sprite moving over a flat field, which the whole picture's shift maps onto itself
+    g = to_gray(frames, OFFSET_SIDE).astype(np.float32)
+    jumps = np.flatnonzero(np.any(np.diff(offsets, axis=0) != 0, axis=1)) + 1
+    if min(float((np.abs(g[t] - g[t - 1]) > JUMP_GREY).mean()) for t in jumps) < JUMP_SHARE:
+        return frames, None
+    stab = stabilise(frames, offsets)
+    gray = to_gray(stab, OFFSET_SIDE).astype(np.float32)
+    if not still_view(np.where(shown_area(offsets, frames.shape[1:3], gray.shape[1:3]), gray, np.nan)):
+        return frames, None
+    return stab, offsets
+
+
 def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float | None = None) -> MotionSeries:
     """Displacement of the agent sprite between frames (full resolution: sprites are small).
 
@@ -652,29 +731,38 @@ def agent_motion(frames: np.ndarray, appearance: dict | None = None, tol: float 
     moved back onto frame 0's picture (:func:`picture_offsets`, :func:`stabilise`) before tracking, and
     positions, masks and colours are read there (a whole-picture jump is not the agent's motion). Before,
     a Pong paddle shifted 8 % of the width left its 8 px column window and the track held a sliver of it or
-    a speck of the field; an agent the shift pushes out of the picture is not seen.
+    a speck of the field; an agent the shift pushes out of the picture is not seen. Without a window (the blob
+    tracker, an object tracked by its colour) the frames are moved back likewise where that leaves a still view
+    (:func:`undo_jumps`, v18), and what a moved frame does not show is neither background nor agent.
     """
     frames = np.asarray(frames)
     w = frames.shape[2]
     if appearance and appearance.get("color") is not None:
         res = appearance.get("resolution")
         window = scale_window(appearance.get("window"), res, frames.shape[1:3])
+        shown = None
         if window is not None:
             offsets = picture_offsets(frames)
             if offsets.any():
                 frames = stabilise(frames, offsets)
+        else:
+            frames, undone = undo_jumps(frames)
+            shown = None if undone is None else shown_area(undone, frames.shape[1:3])
         start = None
         if appearance.get("box") is not None:  # [x0, y0, x1, y1] in the first frame, case pixels
             x0, y0, x1, y1 = (float(v) for v in appearance["box"])
             sx, sy = (frames.shape[2] / res[1], frames.shape[1] / res[0]) if res else (1.0, 1.0)
             start = ((x0 + x1) / 2 * sx, (y0 + y1) / 2 * sy)
         pos, areas, chosen, tracking, coverage = _color_centroids(frames, np.asarray(appearance["color"], dtype=np.float32),
-                                                        window, tol, start)
+                                                                  window, tol, start, shown)
         src = frames
     else:
+        frames, undone = undo_jumps(frames)
         src = resize_rgb(frames, 256)
         scale = frames.shape[2] / src.shape[2]
-        pos, areas, chosen = _blob_centroids(to_gray(src, 256))
+        gray = to_gray(src, 256)
+        pos, areas, chosen = _blob_centroids(gray, shown=None if undone is None else
+                                             shown_area(undone, frames.shape[1:3], gray.shape[1:3]))
         pos = pos * scale
         areas = areas * scale**2
         tracking = "blobs"
