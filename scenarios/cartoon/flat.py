@@ -25,7 +25,11 @@ from worldolympiad.scenario import CaseGenerator, Rendered
 from worldolympiad.types import Case, PhysicsSpec, Video, even_chunks
 
 SHAPES: tuple[str, ...] = ("annulus", "cross", "crescent", "hexagon", "diamond")
+#: shapes and walls a case may name but that are never drawn by seed (added in session 53; the seeded
+#: draws over SHAPES and WALLS keep every earlier case's frames).
+MORE_SHAPES: tuple[str, ...] = ("pentagon", "arrow")
 WALLS: tuple[str, ...] = ("noise", "stripes", "dots", "gradient")
+MORE_WALLS: tuple[str, ...] = ("checker",)
 PATTERNS: tuple[str, ...] = ("none", "dots", "bands")
 #: named colours a case may ask for (``color``); otherwise one is drawn.
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -75,6 +79,13 @@ def outline(shape: str, cx: float, cy: float, r: float, angle: float = 0.0) -> l
         return [ring(r, 6, math.pi / 6)]
     if shape == "diamond":
         return [ring(r, 4, math.pi / 2)]
+    if shape == "pentagon":
+        return [ring(r, 5, -math.pi / 2)]
+    if shape == "arrow":  # pointing down: a non-convex body whose centroid is off its box centre
+        w = 0.3 * r
+        pts = [(-w, -r), (w, -r), (w, 0.1 * r), (0.75 * r, 0.1 * r), (0.0, r), (-0.75 * r, 0.1 * r), (-w, 0.1 * r)]
+        c, s = math.cos(angle), math.sin(angle)
+        return [np.array([(cx + x * c - y * s, cy + x * s + y * c) for x, y in pts])]
     if shape == "cross":
         w = 0.34 * r
         pts = [(-w, -r), (w, -r), (w, -w), (r, -w), (r, w), (w, w), (w, r), (-w, r), (-w, w), (-r, w), (-r, -w), (-w, -w)]
@@ -85,7 +96,7 @@ def outline(shape: str, cx: float, cy: float, r: float, angle: float = 0.0) -> l
         outer = np.stack([cx + r * np.cos(a), cy + r * np.sin(a)], 1)
         inner = np.stack([cx + 0.35 * r + 0.75 * r * np.cos(a[::-1]), cy + 0.75 * r * np.sin(a[::-1])], 1)
         return [np.concatenate([outer, inner])]
-    raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+    raise ValueError(f"shape must be one of {SHAPES + MORE_SHAPES}, got {shape!r}")
 
 
 def _wall(kind: str, rng: np.random.Generator, H: int, W: int) -> np.ndarray:
@@ -103,11 +114,15 @@ def _wall(kind: str, rng: np.random.Generator, H: int, W: int) -> np.ndarray:
         period = max(5, min(H, W) // 8)
         m = (((xx % period) - period / 2) ** 2 + ((yy % period) - period / 2) ** 2 < (period / 4) ** 2)[..., None]
         img = base * (1 - m) + other * m
+    elif kind == "checker":
+        period = max(4.0, min(H, W) / 8)
+        m = ((xx // period + yy // period) % 2)[..., None]
+        img = base * (1 - m) + other * m
     elif kind == "gradient":
         u = (xx / max(W - 1, 1))[..., None]
         img = base * (1 - u) + other * u
     else:
-        raise ValueError(f"wall must be one of {WALLS}, got {kind!r}")
+        raise ValueError(f"wall must be one of {WALLS + MORE_WALLS}, got {kind!r}")
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
@@ -122,12 +137,12 @@ class FlatBounce(CaseGenerator):
         res, T, fps, nc = video_params(params, min_side=32, default_fps=15.0)
         H, W = res
         rng = np.random.default_rng([seed, 51])
-        shape = choice_param(params, "shape", SHAPES[int(rng.integers(len(SHAPES)))], SHAPES)
+        shape = choice_param(params, "shape", SHAPES[int(rng.integers(len(SHAPES)))], SHAPES + MORE_SHAPES)
         cname = params.get("color")
         if cname is not None and cname not in COLOURS:
             raise ValueError(f"color must be one of {sorted(COLOURS)}, got {cname!r}")
         colour = COLOURS[str(cname)] if cname is not None else tuple(int(c) for c in rng.integers(30, 230, 3))
-        wall = str(params.get("wall", WALLS[int(rng.integers(len(WALLS)))]))
+        wall = choice_param(params, "wall", WALLS[int(rng.integers(len(WALLS)))], WALLS + MORE_WALLS)
         pattern = choice_param(params, "pattern", "none", PATTERNS)
         e = float(params.get("restitution", rng.uniform(0.45, 0.75)))
         if not 0.0 <= e < 1.0:

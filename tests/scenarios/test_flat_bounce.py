@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.cartoon.flat import SHAPES, centre_path
+from scenarios.cartoon.flat import MORE_SHAPES, MORE_WALLS, SHAPES, WALLS, centre_path
 
 
 def test_the_centre_falls_at_g_and_rebounds_with_the_restitution():
@@ -22,7 +22,7 @@ def test_the_centre_falls_at_g_and_rebounds_with_the_restitution():
     assert y.max() <= 110.0 and y[-1] == 110.0  # it comes to rest on the floor
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", SHAPES + MORE_SHAPES)
 def test_every_shape_renders_with_masks_and_declares_itself(shape):
     from worldolympiad.registries import GENERATORS
 
@@ -44,3 +44,26 @@ def test_bad_params_say_what_is_allowed():
         gen.make_case("c", shape="torus")
     with pytest.raises(ValueError, match="restitution"):
         gen.make_case("c", restitution=1.5)
+
+
+@pytest.mark.parametrize("wall", WALLS + MORE_WALLS)
+def test_every_wall_is_drawn_behind_the_body(wall):
+    from worldolympiad.registries import GENERATORS
+
+    gen = GENERATORS.get("cartoon.flat_bounce")
+    case = gen.make_case("c", seed=2, resolution=(64, 48), num_frames=8, fps=10, num_chunks=2, wall=wall)
+    r = gen.render(case)
+    still = r.video.frames[0][~r.masks.any(axis=0)]  # wall and floor pixels no frame's body covers
+    assert len(np.unique(still.reshape(-1, 3), axis=0)) > 2  # a wall with a pattern or gradient, and the floor
+
+
+def test_shapes_and_walls_added_later_leave_seeded_draws_alone():
+    """A case that names no shape or wall draws them from SHAPES and WALLS only, so adding a choice
+    (session 53: pentagon, arrow, checker) never changes an earlier case's frames."""
+    from worldolympiad.registries import GENERATORS
+
+    gen = GENERATORS.get("cartoon.flat_bounce")
+    drawn = {gen.make_case("c", seed=s).physics.objects[0]["shape"] for s in range(40)}
+    assert drawn == set(SHAPES)
+    with pytest.raises(ValueError, match="wall must be one of"):
+        gen.make_case("c", wall="bricks")
