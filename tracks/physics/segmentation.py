@@ -316,14 +316,20 @@ class OpenCVSegmenter(Segmenter):
     def _shares_colour(self, lab: np.ndarray, obj_labs: list[tuple[str, np.ndarray]], size_cap: list[float],
                        max_area: int, min_area: int) -> list[bool]:
         """Per declared colour: whether it is a bounded body's (``size_cap`` under ``max_area``) whose
-        colour region (within the colour threshold) exceeds that bound in at least
-        :data:`SHARED_COLOUR_FRAMES` frames (or a tenth of them)."""
+        colour the scenery shares: the video's still background (its per-pixel median) holds more
+        pixels of it (within the colour threshold) than that bound, in any number of pieces (a
+        checkerboard whose squares a codec parted at their corners), or one region of it exceeds
+        the bound in at least :data:`SHARED_COLOUR_FRAMES` frames (or a tenth of them)."""
         T = len(lab)
         need = max(SHARED_COLOUR_FRAMES, T // 10)
+        still = np.median(lab, axis=0) if need <= T else None
         out = []
         for (_, c), cap in zip(obj_labs, size_cap, strict=True):
-            if cap >= max_area or need > T:
+            if cap >= max_area or still is None:
                 out.append(False)
+                continue
+            if int((np.linalg.norm(still - c, axis=-1) < self.color_threshold).sum()) > cap:
+                out.append(True)
                 continue
             n = 0
             for t in range(T):

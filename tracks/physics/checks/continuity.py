@@ -4,8 +4,9 @@ A teleport is a step that no motion explains. For every track of a followed obje
 objects; see :func:`~tracks.physics.checks.followed`) each step of its centroid between
 successive sightings is compared with the steps either side of it: the residual
 ``|d_t - (d_{t-1} + d_{t+1}) / 2|`` (per axis) is what a smooth path cannot produce, and whatever
-of it exceeds the larger neighbouring step on that axis (a bounce reverses a step of that size,
-never more)
+of it exceeds the largest step within two of it on that axis (a bounce reverses a step of the
+body's speed around the contact, never more; v9 looks two steps either side, since a codec's trail
+behind a fast body shortens the one step before its landing)
 plus the segmentation's own jitter (:func:`~tracks.physics.checks.position_tolerance`) is a
 jump — unless the body's area changes by more than half across it (a different segment, not
 a moved body: a teleport moves a body without changing it). A jump of an object at rest, or one far larger than its speed, is a teleport; a fast
@@ -39,7 +40,7 @@ from tracks.physics.checks import (
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "8"
+VERSION = "9"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
@@ -99,10 +100,13 @@ def jump_excess(cen: np.ndarray, tol: float, area: np.ndarray | None = None,
             continue
         if area is not None and _other_segment(area[idx], k, same_body, rigid=rigid):
             continue
-        # Per axis: a bounce reverses the step along one axis (a residual up to that step's
-        # size) and leaves the other alone; a sideways jump of a falling object stands out.
+        # Per axis: a bounce reverses the step along one axis (a residual up to the body's speed
+        # around the contact) and leaves the other alone; a sideways jump of a falling object
+        # stands out. The speed is the largest step within two of this one (v9): a codec's trail
+        # behind a fast body shortens the one step before its landing (a pentagon at crf 35).
         resid = np.abs(d[k] - np.mean(around, axis=0))
-        neighbour = np.max(np.abs(np.stack(around)), axis=0)
+        near = [j for j in range(max(k - 2, 0), min(k + 3, n)) if j != k]
+        neighbour = np.max(np.abs(d[near]), axis=0)
         excess = float(np.max(resid - neighbour)) - tol
         if excess > worst:
             worst, where = excess, int(idx[k + 1])
