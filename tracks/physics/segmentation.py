@@ -314,15 +314,19 @@ class OpenCVSegmenter(Segmenter):
         return moving & (best < d_bg) & (best < 3 * self.color_threshold), k
 
     def _shares_colour(self, lab: np.ndarray, obj_labs: list[tuple[str, np.ndarray]], size_cap: list[float],
-                       max_area: int, min_area: int) -> list[bool]:
+                       max_area: int, min_area: int, still: np.ndarray | None = None) -> list[bool]:
         """Per declared colour: whether it is a bounded body's (``size_cap`` under ``max_area``) whose
         colour the scenery shares: the video's still background (its per-pixel median) holds more
         pixels of it (within the colour threshold) than that bound, in any number of pieces (a
         checkerboard whose squares a codec parted at their corners), or one region of it exceeds
-        the bound in at least :data:`SHARED_COLOUR_FRAMES` frames (or a tenth of them)."""
+        the bound in at least :data:`SHARED_COLOUR_FRAMES` frames (or a tenth of them). ``still``: that
+        median when the caller has it (:meth:`segment` does), else computed here."""
         T = len(lab)
         need = max(SHARED_COLOUR_FRAMES, T // 10)
-        still = np.median(lab, axis=0) if need <= T else None
+        if need > T:
+            still = None
+        elif still is None:
+            still = np.median(lab, axis=0)
         out = []
         for (_, c), cap in zip(obj_labs, size_cap, strict=True):
             if cap >= max_area or still is None:
@@ -455,7 +459,7 @@ class OpenCVSegmenter(Segmenter):
         # every frame only the half threshold names it, not just where the two touch, so the
         # frames where the plate is cut into pieces (by the melt water) or only just under the
         # bound do not lend it the plate.
-        shares = self._shares_colour(lab, obj_labs, size_cap, max_area, min_area)
+        shares = self._shares_colour(lab, obj_labs, size_cap, max_area, min_area, bg if T >= 3 else None)
 
         # found[t][k]: object k's masks in frame t, with their mean colour distance
         found: list[list[list[tuple[np.ndarray, float, str]]]] = []
