@@ -323,6 +323,22 @@ def apex_steps(accel: float | None, fps: float, pixel: float) -> tuple[int, int]
     return max(APEX_FRAMES - 1, int(np.ceil(2 * side))), max(APEX_FRAMES - 2, int(np.ceil(side)))
 
 
+def ballistic_still_steps(cen: np.ndarray, first: int, last: int, accel: float, fps: float) -> float:
+    """Frame steps a ballistic body under ``accel`` (frame heights / s², > 0) spends under
+    :data:`REST_SPEED` about an apex at frames ``first..last``: ``2 v / (accel / fps)``, where
+    ``v`` is the vertical speed left under the rest speed beside the body's sideways speed (a line
+    fitted to its x over six frames either side); 0 when it drifts sideways at the rest speed or
+    faster (the fitted body is never still there)."""
+    lo, hi = max(0, first - 6), min(len(cen), last + 7)
+    t = np.arange(lo, hi)
+    x = cen[lo:hi, 0]
+    ok = np.isfinite(x)
+    vx = float(np.polyfit(t[ok], x[ok], 1)[0]) * fps if ok.sum() >= 2 else 0.0
+    if abs(vx) >= REST_SPEED:
+        return 0.0
+    return 2.0 * float(np.sqrt(REST_SPEED**2 - vx**2)) / (accel / fps)
+
+
 def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04,
                  accel: float | None = None, pixel: float = 0.0) -> int:
     """Frames an object spends at rest (≥ 3 in a row, 2-D speed) with its bottom above
@@ -334,7 +350,15 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
     such exact repeats are allowed besides, as many as a body under the flight's acceleration
     ``accel`` (frame heights / s²) stays within a pixel (``pixel``, in frame heights) of its apex:
     :func:`apex_steps`. A body that moves slowly but not exactly still at its apex (a weaker
-    gravity) is held to :data:`APEX_FRAMES`."""
+    gravity) is held to :data:`APEX_FRAMES`.
+
+    v7 (physics v16): where the flight's acceleration is known, an apex is judged by the fitted
+    flight rather than by its noisy frames (:func:`ballistic_still_steps`). A flight that itself
+    stays under :data:`REST_SPEED` for more than :data:`APEX_FRAMES` - 0.5 steps lingers at its
+    apex (a weaker gravity, as before, now also where sideways drift kept its frames moving);
+    otherwise the apex may show that many still steps rounded up plus the codec's holds. A crf 35
+    encoder lagged a cartoon ring at its apex by up to 3 px, moving it 0.1-0.2 px a frame for
+    four frames where the fit has it still for under two."""
     apex_max, start_max = apex_steps(accel, fps, pixel)
     sp = speed2d(cen, fps)
     still = (sp < REST_SPEED) & (bottom < rest_level - tol)
@@ -353,7 +377,11 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
         apex = len(before) > 1 and before[0] - before[-1] > 0 and falls_after
         n_rep = int(repeat[r].sum())
         slow = len(r) - n_rep
-        if apex and slow + 1 <= APEX_FRAMES and n_rep <= apex_max:
+        if apex and accel is not None and np.isfinite(accel) and accel > 0:
+            ballistic = ballistic_still_steps(cen, first, last, accel, fps)
+            if ballistic <= APEX_FRAMES - 0.5 and len(r) <= np.ceil(ballistic) + apex_max:
+                continue
+        elif apex and slow + 1 <= APEX_FRAMES and n_rep <= apex_max:
             continue
         if first <= first_seen and falls_after and slow + 2 <= APEX_FRAMES and n_rep <= start_max:
             continue  # released at the start of the video: the codec held its first frames
