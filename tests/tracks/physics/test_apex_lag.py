@@ -91,3 +91,18 @@ def test_a_weaker_gravity_drifting_sideways_lingers_at_its_apex():
     clean = _gravity(ARROW_CLEAN_X, ARROW_CLEAN_Y, ARROW, "arrow")
     assert clean.status == "pass" and clean.measured["hover_frames"] == 0, clean
     assert clean.score > weak.score
+
+
+def test_a_true_fall_filmed_at_60_fps_does_not_linger_at_its_apex():
+    # a simulator's throw (3.5 frame heights / s², as physics_tune's MuJoCo falls) at 60 fps, 240 px:
+    # under the rest speed for 2.7 steps at the apex, as a 30 fps video shows 1.4
+    H, W, fps = 240, 320, 60.0
+    t = np.arange(90) / fps
+    y = 200.0 - 120.0 * t + 0.5 * 3.5 * H * t**2  # up, then down, px
+    x = np.full(len(t), 160.0)  # straight up and down: its frames stand still at the apex
+    res = _gravity(list(x), list(y), (H, W, fps, 10.0), "ball")
+    assert res.measured["hover_frames"] == 0, res
+    assert res.status == "pass", res
+    # the same flight at a third of the acceleration (a weaker gravity) still lingers
+    weak = _gravity(list(x), list(200.0 - 40.0 * t + 0.5 * 3.5 / 3 * H * t**2), (H, W, fps, 10.0), "ball")
+    assert weak.status == "fail" and "hovers in mid-air" in weak.reason, weak

@@ -302,6 +302,9 @@ def speed2d(cen: np.ndarray, fps: float) -> np.ndarray:
 #: still frames at the top of a flight that are its apex, not a hover (:func:`hover_frames`); a
 #: codec's exact repeats are allowed besides (:func:`apex_steps`).
 APEX_FRAMES = 3
+#: the frame rate the apex's lingering test (:func:`hover_frames`) was tuned up to: a faster video's
+#: apex is judged as this rate would show it.
+PRIOR_FPS = 30.0
 #: what a lossy encoder may leave unmoved (pixels): H.264 skip blocks repeat a body's pixels while
 #: it moves less than about this much, so a still run is evidence of rest only past that.
 CODEC_HOLD_PX = 1.0
@@ -358,7 +361,11 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
     apex (a weaker gravity, as before, now also where sideways drift kept its frames moving);
     otherwise the apex may show that many still steps rounded up plus the codec's holds. A crf 35
     encoder lagged a cartoon ring at its apex by up to 3 px, moving it 0.1-0.2 px a frame for
-    four frames where the fit has it still for under two."""
+    four frames where the fit has it still for under two.
+
+    The lingering test is a prior per frame, tuned on 8-30 fps; above :data:`PRIOR_FPS` it counts
+    the steps a :data:`PRIOR_FPS` video would show (a simulator's 3.5 frame heights / s² fall at
+    60 fps is under the rest speed for 2.7 steps at its apex, 1.4 at 30 fps)."""
     apex_max, start_max = apex_steps(accel, fps, pixel)
     sp = speed2d(cen, fps)
     still = (sp < REST_SPEED) & (bottom < rest_level - tol)
@@ -379,7 +386,8 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
         slow = len(r) - n_rep
         if apex and accel is not None and np.isfinite(accel) and accel > 0:
             ballistic = ballistic_still_steps(cen, first, last, accel, fps)
-            if ballistic <= APEX_FRAMES - 0.5 and len(r) <= np.ceil(ballistic) + apex_max:
+            lingers = ballistic * min(1.0, PRIOR_FPS / fps) > APEX_FRAMES - 0.5
+            if not lingers and len(r) <= np.ceil(ballistic) + apex_max:
                 continue
         elif apex and slow + 1 <= APEX_FRAMES and n_rep <= apex_max:
             continue
