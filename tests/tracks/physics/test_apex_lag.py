@@ -106,3 +106,20 @@ def test_a_true_fall_filmed_at_60_fps_does_not_linger_at_its_apex():
     # the same flight at a third of the acceleration (a weaker gravity) still lingers
     weak = _gravity(list(x), list(200.0 - 40.0 * t + 0.5 * 3.5 / 3 * H * t**2), (H, W, fps, 10.0), "ball")
     assert weak.status == "fail" and "hovers in mid-air" in weak.reason, weak
+
+
+# ct-diamond-dots-gradient-8fps's clean video, crf35_s0.75 (60 px high, 8 fps): the codec held the
+# diamond for two frames before it fell (0.3 and 0.5 px steps where the fitted fall from rest moves
+# 0.6 and 1.7 px); v15 read "hovers in mid-air for 3 frames"
+DIAMOND_X = [52.23, 52.27, 52.45, 52.50, 51.88, 51.45, 51.67, 52.07, 50.92, 51.09, 51.17, 50.58, 50.50, 50.65,
+             50.62, 49.99, 49.12, 49.70, 49.92, 49.81, 49.27, 48.75, 48.92, 48.81]
+DIAMOND_Y = [13.81, 14.10, 14.56, 16.62, 20.36, 23.29, 28.78, 34.66, 41.08, 37.72, 35.93, 31.35, 29.50, 28.77,
+             28.68, 30.02, 31.35, 34.94, 37.61, 41.24, 38.50, 37.40, 36.41, 36.69]
+DIAMOND_A = [134, 140, 146, 130, 128, 130, 116, 140, 132, 122, 84, 104, 120, 132, 130, 110, 104, 70, 118, 110,
+             124, 114, 116, 118]
+
+
+def test_a_fall_from_rest_the_codec_held_for_two_frames_does_not_hover():
+    res = _gravity(DIAMOND_X, DIAMOND_Y, (60, 80, 8.0, 7.4), "diamond", DIAMOND_A)
+    assert res.measured["hover_frames"] == 0, res
+    assert res.status == "pass", res

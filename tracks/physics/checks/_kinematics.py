@@ -363,6 +363,10 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
     encoder lagged a cartoon ring at its apex by up to 3 px, moving it 0.1-0.2 px a frame for
     four frames where the fit has it still for under two.
 
+    A body at rest in the first frames that then falls is one side of an apex, judged the same way
+    (half the steps): a crf 35 codec held an 8 fps cartoon diamond for two frames before its fall,
+    and v15 read a hover there.
+
     The lingering test is a prior per frame, tuned on 8-30 fps; above :data:`PRIOR_FPS` it counts
     the steps a :data:`PRIOR_FPS` video would show (a simulator's 3.5 frame heights / s² fall at
     60 fps is under the rest speed for 2.7 steps at its apex, 1.4 at 30 fps)."""
@@ -391,7 +395,14 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
                 continue
         elif apex and slow + 1 <= APEX_FRAMES and n_rep <= apex_max:
             continue
-        if first <= first_seen and falls_after and slow + 2 <= APEX_FRAMES and n_rep <= start_max:
+        released = first <= first_seen and falls_after  # at rest in the first frames, then falls
+        if released and accel is not None and np.isfinite(accel) and accel > 0:
+            # one side of an apex: the fitted fall from rest, as at an apex (v16)
+            one = ballistic_still_steps(cen, first, last, accel, fps) / 2
+            lingers = one * min(1.0, PRIOR_FPS / fps) > (APEX_FRAMES - 0.5) / 2
+            if not lingers and len(r) <= np.ceil(one) + start_max:
+                continue
+        elif released and slow + 2 <= APEX_FRAMES and n_rep <= start_max:
             continue  # released at the start of the video: the codec held its first frames
         out += len(r) + 1
     return out
