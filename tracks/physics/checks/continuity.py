@@ -40,7 +40,7 @@ from tracks.physics.checks import (
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "10"
+VERSION = "11"
 NAME = "continuity"
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
@@ -53,6 +53,10 @@ TOUCHING_SLACK = 0.05
 #: a touching body's slack as a share of its size (``sqrt(area)``): what gaining or losing 15 % of
 #: its area along one edge moves its centroid, with room to spare.
 TOUCHING_SHARE = 0.25
+#: a sighting of a body of a declared shape under this share of its whole area (:func:`body_area`) is a piece of it,
+#: left out of its paths (v11; :data:`~tracks.physics.checks.SLIVER_AREA` judges by the sightings
+#: around it, which in a track of pieces are pieces too)
+PIECE_AREA = 0.4
 #: an excess this small (frame heights) lowers the score but does not fail the rule.
 DEAD_ZONE = 0.02
 
@@ -141,6 +145,15 @@ def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3, 
     return bool(abs(float(np.median(after)) - float(np.median(before))) > np.log(same_body))
 
 
+def body_area(mine: list[ObjectTrack]) -> float | None:
+    """A rigid body's area seen whole: the largest median area over its tracks of three whole sightings or
+    more (``None`` without one). A codec may find the body whole in one track and only in pieces in
+    others of its name; the pieces' median says nothing of its size."""
+    meds = [float(np.median(tr.area[w])) for tr in mine
+            for w in [tr.visible & ~tr.touching & ~tr.at_border] if int(w.sum()) >= 3]
+    return max(meds) if meds else None
+
+
 def _main_track(tracks: list, name: str) -> int | None:
     """Id of ``name``'s main track: seen in the most frames, ties to the earliest first sighting."""
     mine = [tr for tr in tracks if tr.name == name and tr.visible.any()]
@@ -196,6 +209,13 @@ def run(inp: CheckInput) -> CheckResult:
              if (o.get("shape") or o.get("rigid") is True) and not o.get("shrinks") and not o.get("grows")}
     stage = {str(o["name"]) for o in inp.objects if o.get("role") == "context"}
     main = {n: _main_track(inp.tracks, n) for n in consumed}
+    # a body of a declared shape (one body, not a name several rigid objects share: two presses) is
+    # as large as its whole view (v11)
+    size: dict[str, float] = {}
+    for n in rigid & {str(o["name"]) for o in inp.objects if o.get("shape")}:  # one body of a declared shape
+        whole_area = body_area([tr for tr in inp.tracks if (tr.name or f"#{tr.id}") == n])
+        if whole_area:
+            size[n] = whole_area
     worst = 0.0
     per: dict[str, dict[str, Any]] = {}
     # Per track, not per name: an object of two bodies (two presses, two dye drops) is two paths.
@@ -208,6 +228,12 @@ def run(inp: CheckInput) -> CheckResult:
         whole = tr.visible & ~tr.touching
         paths = []  # (sightings, same-body bound, slack)
         inside = tr.visible & ~tr.at_border
+        if n in size:
+            # a piece of a rigid body (a crf 35 codec breaks a crescent resting on the floor into
+            # bits of a tenth of it, found in turn) has its centroid anywhere over the body: its
+            # steps are no steps of the body's path
+            body = np.nan_to_num(tr.area) >= PIECE_AREA * size[n]
+            whole, inside = whole & body, inside & body
         if int(whole.sum()) >= 3:
             paths.append((whole, SAME_BODY, 0.0))
         if n not in stage and (int(whole.sum()) < 3 or (inside & ~whole).any()):
@@ -245,6 +271,9 @@ def run(inp: CheckInput) -> CheckResult:
         if n not in rigid or len(mine) < 2:
             continue
         cen, area = merged_path(mine)
+        if n in size:
+            piece = np.nan_to_num(area) < PIECE_AREA * size[n]
+            cen[piece], area[piece] = np.nan, np.nan
         if int(np.isfinite(area).sum()) < 3:
             continue
         # where one track ends and another begins, either may hold only part of the body: the
