@@ -313,6 +313,30 @@ class OpenCVSegmenter(Segmenter):
         best = d_obj.min(axis=0)
         return moving & (best < d_bg) & (best < 3 * self.color_threshold), k
 
+    @staticmethod
+    def _ghost(comp: np.ndarray, lab: np.ndarray, bg: np.ndarray, colours: list[np.ndarray]) -> bool:
+        """Whether an unnamed moving mask is the ghost of a shaped body's resting place: the still
+        background (the per-pixel median) holds a tint of the body there, nearer its colour than
+        the background around it by :data:`FAINT_THRESHOLD`, and the frame departs from it *away*
+        from that colour by as much. Where a body rests or bounces in half the frames, the median
+        holds it; a codec washes its colour there beyond the colour threshold that names the
+        ghost otherwise (a blue ball on a grey floor at crf 35), and the tracker gave the ball's
+        name to the ghost's still track when the ball landed on it: a ball "resting" on the floor
+        before its fall (v17). Distances weigh chroma by :data:`CHROMA_WEIGHT`."""
+        import cv2
+
+        if not colours:
+            return False
+        w = np.array([1.0, CHROMA_WEIGHT, CHROMA_WEIGHT], np.float32)
+        ring = cv2.dilate(comp.astype(np.uint8), np.ones((5, 5), np.uint8), iterations=2).astype(bool) & ~comp
+        for c in colours:
+            inside = float(np.linalg.norm((bg[comp] - c) * w, axis=-1).mean())
+            around = float(np.linalg.norm((bg[ring] - c) * w, axis=-1).mean()) if ring.any() else inside
+            frame = float(np.linalg.norm((lab[comp] - c) * w, axis=-1).mean())
+            if inside + FAINT_THRESHOLD < around and frame > inside + FAINT_THRESHOLD:
+                return True
+        return False
+
     def _shares_colour(self, lab: np.ndarray, obj_labs: list[tuple[str, np.ndarray]], size_cap: list[float],
                        max_area: int, min_area: int, still: np.ndarray | None = None) -> list[bool]:
         """Per declared colour: whether it is a bounded body's (``size_cap`` under ``max_area``) whose
@@ -558,6 +582,8 @@ class OpenCVSegmenter(Segmenter):
             rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
             rest = cv2.morphologyEx(rest.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
             for comp in _components(rest, min_area, max_area):
+                if T >= 3 and self._ghost(comp, lab[t], bg, [c for k, (_, c) in enumerate(obj_labs) if shaped[k]]):
+                    continue
                 inst.append((comp, ""))
                 rank.append(self.color_threshold + 1.0 / (1.0 + float(comp.sum())))
             lt, nt = _paint((H, W), inst, self.max_objects, rank)
