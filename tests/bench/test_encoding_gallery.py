@@ -3,24 +3,9 @@ the gap, worst first) and what it says failed, on a hand-made validity folder.""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
-import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "encoding_gallery.py"
-
-
-@pytest.fixture(scope="module")
-def gallery() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_encoding_gallery", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rec(case: str, enc: str, value: float | None, defect: str = "clean", condition: str = "no_reference",

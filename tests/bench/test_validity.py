@@ -3,23 +3,9 @@ end-to-end ``--quick`` run through the public CLI."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "validity.py"
-
-
-@pytest.fixture(scope="module")
-def validity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_validity", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rec(case: str, defect: str, s: float, value: float | None, enc: str = "lossless", metric: str = "score") -> dict:

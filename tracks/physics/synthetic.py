@@ -52,6 +52,23 @@ class Scene:
         return out
 
 
+def track_from_path(tid: int, name: str, centroid: np.ndarray, area: np.ndarray | float,
+                    frame_size: tuple[int, int], appeared: bool = False) -> Any:
+    """An :class:`~tracks.physics.tracking.ObjectTrack` seen where ``centroid`` (``[T, 2]``, x y) is
+    finite, with ``area`` (per frame or one value) and a disc's box: what a tracker would hand the
+    checks for a body on that path, for tests of the checks alone."""
+    from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+
+    T = len(centroid)
+    seen = np.isfinite(centroid[:, 0])
+    area = np.broadcast_to(np.asarray(area, float), (T,))
+    r = np.sqrt(np.nan_to_num(area, nan=1.0) / np.pi)[:, None]
+    bbox = np.where(seen[:, None], np.concatenate([centroid - r, centroid + r], axis=1), np.nan)
+    return ObjectTrack(tid, name, centroid, np.where(seen, area, np.nan), bbox, np.full((T, 3), 100.0),
+                       [VISIBLE if v else ABSENT for v in seen], np.zeros(T, bool), appeared=appeared,
+                       frame_size=frame_size)
+
+
 def _canvas(T: int, H: int, W: int, floor_h: int) -> np.ndarray:
     frames = np.empty((T, H, W, 3), np.uint8)
     frames[:] = BACKGROUND

@@ -20,7 +20,8 @@ import numpy as np
 
 from tracks.physics.checks.permanence import appearances, handed_off
 from tracks.physics.segmentation import OpenCVSegmenter
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+from tracks.physics.synthetic import track_from_path
+from tracks.physics.tracking import ObjectTrack
 
 BLUE = (38, 76, 230)
 FLOOR = (178, 178, 178)
@@ -83,12 +84,7 @@ T = 30
 
 
 def _track(tid: int, cen: np.ndarray, area: float, appeared: bool) -> ObjectTrack:
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(area / np.pi)
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    return ObjectTrack(tid, "ball", cen, np.where(seen, area, np.nan), bbox, np.full((T, 3), 100.0),
-                       [VISIBLE if s else ABSENT for s in seen], np.zeros(T, bool), appeared=appeared,
-                       frame_size=(H, W))
+    return track_from_path(tid, "ball", cen, area, (H, W), appeared=appeared)
 
 
 def _fall_then(start: int, at: tuple[float, float], last: int = 10) -> list[ObjectTrack]:

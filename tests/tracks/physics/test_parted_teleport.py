@@ -15,7 +15,8 @@ import numpy as np
 
 from tracks.physics.checks import CheckInput, run_check
 from tracks.physics.checks.continuity import merged_path
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+from tracks.physics.synthetic import track_from_path
+from tracks.physics.tracking import ObjectTrack
 
 H = W = 96
 T = 40
@@ -23,11 +24,7 @@ FPS = 20.0
 
 
 def _track(tid: int, cen: np.ndarray, area: np.ndarray) -> ObjectTrack:
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(np.nan_to_num(area, nan=1.0) / np.pi)[:, None]
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    return ObjectTrack(tid, "crescent", cen, np.where(seen, area, np.nan), bbox, np.full((T, 3), 100.0),
-                       [VISIBLE if s else ABSENT for s in seen], np.zeros(T, bool), frame_size=(H, W))
+    return track_from_path(tid, "crescent", cen, area, (H, W))
 
 
 def _crescent(jump: float) -> list[ObjectTrack]:

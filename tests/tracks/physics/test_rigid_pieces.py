@@ -16,7 +16,8 @@ import numpy as np
 
 from tracks.physics.checks import CheckInput, run_check
 from tracks.physics.checks.continuity import PIECE_AREA, body_area
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+from tracks.physics.synthetic import track_from_path
+from tracks.physics.tracking import ObjectTrack
 
 H = W = 72
 T = 40
@@ -25,11 +26,7 @@ WHOLE = 130.0
 
 
 def _track(tid: int, cen: np.ndarray, area: np.ndarray) -> ObjectTrack:
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(np.nan_to_num(area, nan=1.0) / np.pi)[:, None]
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    return ObjectTrack(tid, "crescent", cen, np.where(seen, area, np.nan), bbox, np.full((T, 3), 100.0),
-                       [VISIBLE if s else ABSENT for s in seen], np.zeros(T, bool), frame_size=(H, W))
+    return track_from_path(tid, "crescent", cen, area, (H, W))
 
 
 def _crescent(jump: float = 0.0) -> list[ObjectTrack]:
