@@ -322,7 +322,7 @@ class OpenCVSegmenter(Segmenter):
         holds it; a codec washes its colour there beyond the colour threshold that names the
         ghost otherwise (a blue ball on a grey floor at crf 35), and the tracker gave the ball's
         name to the ghost's still track when the ball landed on it: a ball "resting" on the floor
-        before its fall (v17). Distances weigh chroma by :data:`CHROMA_WEIGHT`."""
+        before its fall (physics v18). Distances weigh chroma by :data:`CHROMA_WEIGHT`."""
         import cv2
 
         if not colours:

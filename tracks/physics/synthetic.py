@@ -10,9 +10,12 @@ Image coordinates: x right, y down (pixels); gravity is +y.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tracks.physics.tracking import ObjectTrack
 
 BACKGROUND = (200, 200, 205)
 FLOOR = (90, 70, 50)
@@ -53,7 +56,7 @@ class Scene:
 
 
 def track_from_path(tid: int, name: str, centroid: np.ndarray, area: np.ndarray | float,
-                    frame_size: tuple[int, int], appeared: bool = False) -> Any:
+                    frame_size: tuple[int, int], appeared: bool = False) -> ObjectTrack:
     """An :class:`~tracks.physics.tracking.ObjectTrack` seen where ``centroid`` (``[T, 2]``, x y) is
     finite, with ``area`` (per frame or one value) and a disc's box: what a tracker would hand the
     checks for a body on that path, for tests of the checks alone."""

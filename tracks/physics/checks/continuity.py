@@ -146,7 +146,7 @@ def _other_segment(area: np.ndarray, k: int, same_body: float, window: int = 3, 
 
 
 def body_area(mine: list[ObjectTrack]) -> float | None:
-    """A rigid body's area seen whole: the largest median area over its tracks of three whole sightings or
+    """A body's area seen whole: the largest median area over its tracks of three whole sightings or
     more (``None`` without one). A codec may find the body whole in one track and only in pieces in
     others of its name; the pieces' median says nothing of its size."""
     meds = [float(np.median(tr.area[w])) for tr in mine
@@ -229,7 +229,7 @@ def run(inp: CheckInput) -> CheckResult:
         paths = []  # (sightings, same-body bound, slack)
         inside = tr.visible & ~tr.at_border
         if n in size:
-            # a piece of a rigid body (a crf 35 codec breaks a crescent resting on the floor into
+            # a piece of the body (a crf 35 codec breaks a crescent resting on the floor into
             # bits of a tenth of it, found in turn) has its centroid anywhere over the body: its
             # steps are no steps of the body's path
             body = np.nan_to_num(tr.area) >= PIECE_AREA * size[n]
