@@ -550,6 +550,7 @@ class OpenCVSegmenter(Segmenter):
                     + [(comp, float(dist[k][comp].mean()), "motion") for comp in by_motion])
 
         anchor = self._scenery_anchors(found, motion, shaped) if T >= 3 and min(H, W) >= SCENERY_MIN_SIDE else {}
+        shaped_colours = [c for k, (_, c) in enumerate(obj_labs) if shaped[k]]  # whose ghosts are dropped
         labels = np.zeros((T, H, W), np.int32)
         names: list[dict[int, str]] = []
         found_by: dict[str, dict[str, int]] = {}
@@ -582,7 +583,7 @@ class OpenCVSegmenter(Segmenter):
             rest = motion[t] & ~cv2.dilate(taken.astype(np.uint8), kernel).astype(bool)
             rest = cv2.morphologyEx(rest.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
             for comp in _components(rest, min_area, max_area):
-                if T >= 3 and self._ghost(comp, lab[t], bg, [c for k, (_, c) in enumerate(obj_labs) if shaped[k]]):
+                if T >= 3 and self._ghost(comp, lab[t], bg, shaped_colours):
                     continue
                 inst.append((comp, ""))
                 rank.append(self.color_threshold + 1.0 / (1.0 + float(comp.sum())))

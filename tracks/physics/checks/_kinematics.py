@@ -342,6 +342,14 @@ def ballistic_still_steps(cen: np.ndarray, first: int, last: int, accel: float, 
     return 2.0 * float(np.sqrt(REST_SPEED**2 - vx**2)) / (accel / fps)
 
 
+def _fits_flight(run: int, steps: float, fps: float, lingering: float, holds: int) -> bool:
+    """Whether ``run`` still frames are what a fitted flight shows that spends ``steps`` under the rest
+    speed there: the flight does not linger (``steps``, counted as :data:`PRIOR_FPS` would show them,
+    up to ``lingering``) and the run is no longer than those steps rounded up plus the codec's
+    ``holds`` (:func:`hover_frames`)."""
+    return steps * min(1.0, PRIOR_FPS / fps) <= lingering and run <= np.ceil(steps) + holds
+
+
 def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: float, tol: float = 0.04,
                  accel: float | None = None, pixel: float = 0.0) -> int:
     """Frames an object spends at rest (≥ 3 in a row, 2-D speed) with its bottom above
@@ -377,6 +385,8 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
     y = cen[:, 1]
     seen = np.flatnonzero(np.isfinite(y))
     first_seen = int(seen[0]) if len(seen) else 0
+    acc = float("nan") if accel is None else float(accel)
+    fitted = bool(np.isfinite(acc)) and acc > 0
     out = 0
     for r in runs(still):
         if len(r) < 2:
@@ -388,19 +398,17 @@ def hover_frames(cen: np.ndarray, bottom: np.ndarray, fps: float, rest_level: fl
         apex = len(before) > 1 and before[0] - before[-1] > 0 and falls_after
         n_rep = int(repeat[r].sum())
         slow = len(r) - n_rep
-        if apex and accel is not None and np.isfinite(accel) and accel > 0:
-            ballistic = ballistic_still_steps(cen, first, last, accel, fps)
-            lingers = ballistic * min(1.0, PRIOR_FPS / fps) > APEX_FRAMES - 0.5
-            if not lingers and len(r) <= np.ceil(ballistic) + apex_max:
+        if apex and fitted:
+            steps = ballistic_still_steps(cen, first, last, acc, fps)
+            if _fits_flight(len(r), steps, fps, APEX_FRAMES - 0.5, apex_max):
                 continue
         elif apex and slow + 1 <= APEX_FRAMES and n_rep <= apex_max:
             continue
         released = first <= first_seen and falls_after  # at rest in the first frames, then falls
-        if released and accel is not None and np.isfinite(accel) and accel > 0:
+        if released and fitted:
             # one side of an apex: the fitted fall from rest, as at an apex (v16)
-            one = ballistic_still_steps(cen, first, last, accel, fps) / 2
-            lingers = one * min(1.0, PRIOR_FPS / fps) > (APEX_FRAMES - 0.5) / 2
-            if not lingers and len(r) <= np.ceil(one) + start_max:
+            steps = ballistic_still_steps(cen, first, last, acc, fps) / 2
+            if _fits_flight(len(r), steps, fps, (APEX_FRAMES - 0.5) / 2, start_max):
                 continue
         elif released and slow + 2 <= APEX_FRAMES and n_rep <= start_max:
             continue  # released at the start of the video: the codec held its first frames

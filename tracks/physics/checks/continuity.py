@@ -209,11 +209,14 @@ def run(inp: CheckInput) -> CheckResult:
              if (o.get("shape") or o.get("rigid") is True) and not o.get("shrinks") and not o.get("grows")}
     stage = {str(o["name"]) for o in inp.objects if o.get("role") == "context"}
     main = {n: _main_track(inp.tracks, n) for n in consumed}
+    by_name: dict[str, list[ObjectTrack]] = {}
+    for tr in inp.tracks:
+        by_name.setdefault(tr.name or f"#{tr.id}", []).append(tr)
     # a body of a declared shape (one body, not a name several rigid objects share: two presses) is
     # as large as its whole view (v11)
     size: dict[str, float] = {}
-    for n in rigid & {str(o["name"]) for o in inp.objects if o.get("shape")}:  # one body of a declared shape
-        whole_area = body_area([tr for tr in inp.tracks if (tr.name or f"#{tr.id}") == n])
+    for n in rigid & {str(o["name"]) for o in inp.objects if o.get("shape")}:
+        whole_area = body_area(by_name.get(n, []))
         if whole_area:
             size[n] = whole_area
     worst = 0.0
@@ -267,7 +270,7 @@ def run(inp: CheckInput) -> CheckResult:
     # the one track's last sighting to the other's first is a step of its path too (v8). Its
     # whole sightings in the frames where it has one mask, merged, make one more path.
     for n in names:
-        mine = [tr for tr in inp.tracks if (tr.name or f"#{tr.id}") == n]
+        mine = by_name.get(n, [])
         if n not in rigid or len(mine) < 2:
             continue
         cen, area = merged_path(mine)
