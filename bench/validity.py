@@ -123,8 +123,9 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ``{"ranking": {condition: {encoding: {track: {metric: {...}}}}}, "encoding_gap": {condition: {track:
         {metric: {...}}}}}``. Ranking entries: ``pair_accuracy`` (ties count half), ``pairs``, ``noop_pairs``
         (pairs of videos that are all the clean one again, left out: records with ``noop``),
-        ``identical_pairs`` (two strengths whose videos are the same frames, records' ``video`` sha: no metric can
-        order them, left out), ``spearman``
+        ``identical_pairs`` (two strengths whose videos are the same frames, records' ``video`` sha, or replay the
+        same frames but for under :data:`NOOP_SHARE` of the clean video's one-step motion, records' ``alike``: no
+        metric can order them, left out), ``spearman``
         (mean over (case, defect) series), ``series``, ``missing`` (values that were ``None``). Gap entries:
         ``max``, ``mean``, ``clean_max`` over the videos scored in the lossless and at least one other
         encoding, and ``per_encoding`` maxima.
@@ -138,8 +139,8 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         key = (r["condition"], r["encoding"], r["track"], r["metric"], r["case"])
         if r.get("noop"):
             noop.add((r["case"], r["defect"], float(r["strength"])))
-        if r.get("video"):
-            video[(r["case"], r["defect"], float(r["strength"]))] = r["video"]
+        if r.get("alike") or r.get("video"):
+            video[(r["case"], r["defect"], float(r["strength"]))] = r.get("alike") or r["video"]
         if r["value"] is None:
             missing[key[:4]] += 1
             continue
@@ -162,16 +163,21 @@ def statistics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             skipped[(cond, enc, track, metric)] += sum(1 for i, a in enumerate(keys) for b in keys[i + 1:]
                                                        if a in same and b in same)
             ks = sorted(full)
+            repeats: set[float] = set()  # strengths showing a weaker strength's video again
             for i, sa in enumerate(ks):
                 for sb in ks[i + 1:]:
                     va = video.get((case, CLEAN, 0.0) if sa == 0.0 else (case, defect, sa))
                     if va is not None and va == video.get((case, CLEAN, 0.0) if sb == 0.0 else (case, defect, sb)):
                         identical[(cond, enc, track, metric)] += 1  # one video at two strengths: no order
+                        repeats.add(sb)
                         continue
                     a, b = full[sa], full[sb]
                     acc[(cond, enc, track, metric)].append(1.0 if a > b else 0.5 if a == b else 0.0)
-            if len(full) >= 2:
-                rhos[(cond, enc, track, metric)].append(series_spearman(full))
+            # one video is one point of the series, at the weakest strength that made it: counted again at a stronger
+            # strength its score ties with itself, and no metric could reach a correlation of 1
+            ranked = {k: v for k, v in full.items() if k not in repeats}
+            if len(ranked) >= 2:
+                rhos[(cond, enc, track, metric)].append(series_spearman(ranked))
     for group in sorted(set(acc) | set(rhos) | set(missing)):
         cond, enc, track, metric = group
         pairs = acc.get(group, [])
@@ -301,6 +307,15 @@ def reorder_changed_share(clean: np.ndarray, bad: np.ndarray) -> float:
     return changed_share(clean, bad, None) * frame / max(motion_area(clean), 1.0)
 
 
+def replay_step_share(clean: np.ndarray, weaker: np.ndarray, stronger: np.ndarray) -> float:
+    """For a defect that replays the clip's own frames: how much its stronger strength's video differs from its weaker
+    one's, as a share of the clean video's largest one-step motion (:func:`motion_area`). Under :data:`NOOP_SHARE`
+    the stronger strength only held still what barely moved (a robot's gripper closing: 30 pixels where the arm's
+    step moves 190), and the two videos cannot be ordered, as a defect video that is the clean one again cannot."""
+    frame = float(clean.shape[1] * clean.shape[2])
+    return changed_share(weaker, stronger, None) * frame / max(motion_area(clean), 1.0)
+
+
 def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dict[str, Any]) -> list[dict[str, Any]]:
     """Render the clean cases, write every defect video lossless and a case file per defect video.
 
@@ -323,6 +338,10 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
     changed: dict[str, float] = json.loads(changed_file.read_text()) if changed_file.exists() else {}
     sha_file = render_dir / "frames_sha.json"  # variant id -> sha1 of its lossless frames (identical videos)
     shas: dict[str, str] = json.loads(sha_file.read_text()) if sha_file.exists() else {}
+    # variant id -> share of the clean video's one-step motion by which a replaying defect's video differs from the
+    # next weaker strength's (:func:`replay_step_share`; cached like ``changed``)
+    step_file = render_dir / "replay_step.json"
+    steps: dict[str, float] = json.loads(step_file.read_text()) if step_file.exists() else {}
 
     def frames_sha(vid: str, path: Path) -> str:
         if vid not in shas:
@@ -346,6 +365,7 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
         rendered = None
         for track in case_tracks:
             for defect, strengths in defects[track]:
+                weaker: dict[str, Any] | None = None  # the variant of the next weaker strength
                 for s in strengths:
                     vid = variant_id(case.id, defect, s)
                     dst = lossless / f"{vid}.mp4"
@@ -381,11 +401,23 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                     doc["metadata"] = dict(raw.get("metadata") or {}, validity={"case": case.id, "defect": defect,
                                                                                "strength": s, "track": track})
                     (render_dir / "cases" / f"{vid}.json").write_text(json.dumps(jsonable(doc), indent=1))
-                    variants.append({"id": vid, "case": case.id, "track": track, "defect": defect, "strength": s,
-                                     "changed": changed.get(vid), "noop": changed.get(vid, np.inf) < NOOP_SHARE,
-                                     "video": frames_sha(vid, dst)})
+                    variant = {"id": vid, "case": case.id, "track": track, "defect": defect, "strength": s,
+                               "changed": changed.get(vid), "noop": changed.get(vid, np.inf) < NOOP_SHARE,
+                               "video": frames_sha(vid, dst)}
+                    variant["alike"] = variant["video"]
+                    if defect in REORDER_DEFECTS and weaker is not None:
+                        if vid not in steps:
+                            if rendered is None:
+                                rendered = _rendered_from_disk(case, render_dir)
+                            steps[vid] = replay_step_share(rendered.video.frames, read_video(lossless / f"{weaker['id']}.mp4").frames,
+                                                           read_video(dst).frames)
+                        if steps[vid] < NOOP_SHARE:
+                            variant["alike"] = weaker["alike"]  # the stronger strength replays what the weaker showed
+                    variants.append(variant)
+                    weaker = variant
     changed_file.write_text(json.dumps(changed, indent=1, sort_keys=True))
     sha_file.write_text(json.dumps(shas, indent=1, sort_keys=True))
+    step_file.write_text(json.dumps(steps, indent=1, sort_keys=True))
     return variants
 
 
@@ -501,7 +533,7 @@ def score(out: Path, suites: dict[tuple[str, str], Path], dirs: dict[str, Path],
                     records.append({"condition": cond, "encoding": enc, "case": v["case"], "track": row["track"],
                                     "metric": metric, "defect": v["defect"], "strength": v["strength"],
                                     "value": value, "variant": v["id"], "noop": bool(v.get("noop")),
-                                    "video": v.get("video")})
+                                    "video": v.get("video"), "alike": v.get("alike")})
                 n += 1
             print(f"  {cond} / {track} / {enc}: {n} rows in {time.perf_counter() - t0:.0f} s ({run_dir.name})", flush=True)
     return records
@@ -576,6 +608,11 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
                   "or, for a defect that only replays frames (freeze, hold, shuffle), under "
                   f"{NOOP_SHARE:.0%} of the clean video's largest one-step motion; their pairs with the clean video and with each other are left out): "
                   + ", ".join(f"`{k}`" for k in record["noop"]) + "."]
+    if record.get("alike"):
+        lines += ["", "Defect videos that replay what the next weaker strength showed (they differ from its video by under "
+                  f"{NOOP_SHARE:.0%} of the clean video's largest one-step motion: a gripper that closes or not; their pairs "
+                  "with that strength are left out, as two strengths that made the very same frames are): "
+                  + ", ".join(f"`{k}`" for k in record["alike"]) + "."]
     if record.get("skipped"):
         lines += ["", "Defect videos not made (the perturbation refused the clip): "
                   + "; ".join(f"`{k['id']}` ({k['reason']})" for k in record["skipped"]) + "."]
@@ -584,7 +621,7 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
               "Encodings: lossless (the exact render), `crf23` (H.264 yuv420p crf 23), `crf35_s0.75` (yuv420p crf 35 after "
               "a 0.75x resize), written by `worldolympiad.video.io.encode_like_users`.", "",
               "Pair accuracy: share of ordered pairs (clean > each defect strength, weaker > stronger) the score orders "
-              "right (ties count half; pairs of no-op defect videos, listed above, and of two strengths that made the very same frames, left out). Spearman: mean over (case, defect) of the rank correlation between the score and "
+              "right (ties count half; pairs of no-op defect videos, listed above, and of two strengths that made the very same frames or replay what the weaker showed, listed above, left out). Spearman: mean over (case, defect) of the rank correlation between the score and "
               "defect-freeness (clean = strength 0; 1 = perfectly ordered; a constant series counts 0). Gap: over "
               "every video, max |score(encoding) - score(lossless)|; `clean` = clean videos only.", ""]
     for cond in [c for c in CONDITIONS if c in stats["ranking"]]:
@@ -877,7 +914,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "defects": {t: [[d, list(s)] for d, s in defects[t]] for t in tracks},
         "encodings": {k: v for k, v in ENCODINGS.items()}, "statistics": stats,
         "clean_scores": clean_scores(records), "runs": RUNS, "skipped": SKIPPED,
-        "noop": sorted(v["id"] for v in variants if v.get("noop")), "records": records,
+        "noop": sorted(v["id"] for v in variants if v.get("noop")),
+        "alike": sorted(v["id"] for v in variants if v.get("alike") not in (None, v.get("video"))), "records": records,
     }
     js, md, png = write_report(out, record)
     print(md.read_text())

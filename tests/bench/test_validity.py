@@ -61,9 +61,46 @@ def test_two_strengths_that_made_the_same_frames_are_not_ordered(validity):
     r = validity.statistics(records)["ranking"]["reference"]["lossless"]["physics"]["score"]
     # left: (clean, .34), (clean, .67), (clean, 1), (.34, .67), (.34, 1) -- all right; (.67, 1) is one video
     assert r["pairs"] == 5 and r["pair_accuracy"] == 1.0 and r["identical_pairs"] == 1
+    # and the one video is one point of the Spearman series (at 0.67 and again at 1.0 it tied with itself: 0.949)
+    assert r["spearman"] == 1.0
     # without the shas the tie counts as half a pair
     plain = validity.statistics([{k: v for k, v in x.items() if k != "video"} for x in records])
     assert plain["ranking"]["reference"]["lossless"]["physics"]["score"]["pair_accuracy"] == pytest.approx(5.5 / 6)
+
+
+def test_a_stronger_replay_that_only_holds_a_tiny_change_still_is_not_ordered(validity):
+    """``action_ignored`` on a pick (descend, grasp, lift): the weaker strength freezes the lift, the stronger one
+    the grasp too, which only keeps the gripper open (a few pixels where the arm's step moves many). The two
+    videos differ by under NOOP_SHARE of the clean video's one-step motion, so the harness gives the stronger one
+    the weaker one's ``alike`` and their pair is left out, as two strengths that made the same frames are; a
+    stronger strength that holds a moving arm still stays a pair."""
+    import numpy as np
+
+    from scenarios.perturb.interaction import action_ignored
+    from worldolympiad.types import Case, Video, even_chunks
+
+    T = 30
+    frames = np.full((T, 40, 40, 3), 30, np.uint8)
+    for t in range(T):
+        y = 2 + min(t, 9) * 2 if t < 10 else (20 if t < 20 else 20 - (t - 19) * 2)  # descend, hold, lift
+        frames[t, y:y + 8, 10:26] = 200  # the arm: 8 x 16 px, 2 px a step (32 px change)
+        if 10 <= t < 20:
+            frames[t, y + 8, 12 + (t - 10) // 3] = 90  # the grasp: one finger pixel creeps in
+    chunks = even_chunks(T, 3)
+    video, case = Video(frames=frames, fps=10.0, chunks=chunks), Case(id="p", scenario="s", fps=10.0, num_frames=T,
+                                                                      resolution=(40, 40), chunks=chunks)
+    lift_frozen = action_ignored(video, case, 0.34, np.random.default_rng(0), None).frames
+    grasp_too = action_ignored(video, case, 0.67, np.random.default_rng(0), None).frames
+    assert not np.array_equal(lift_frozen, grasp_too)
+    assert validity.replay_step_share(frames, lift_frozen, grasp_too) < validity.NOOP_SHARE
+    assert validity.replay_step_share(frames, frames, lift_frozen) >= 1.0  # the lift held still: a defect
+    records = [{**_rec("a", "clean", 0.0, 1.0), "video": "c"},
+               {**_rec("a", "action_ignored", 0.34, 0.63), "video": "x", "alike": "x"},
+               {**_rec("a", "action_ignored", 0.67, 0.63), "video": "y", "alike": "x"}]
+    r = validity.statistics(records)["ranking"]["reference"]["lossless"]["physics"]["score"]
+    assert r["pairs"] == 2 and r["pair_accuracy"] == 1.0 and r["identical_pairs"] == 1
+    plain = validity.statistics([{k: v for k, v in x.items() if k != "alike"} for x in records])
+    assert plain["ranking"]["reference"]["lossless"]["physics"]["score"]["pair_accuracy"] == pytest.approx(2.5 / 3)
 
 
 def test_changed_share_is_relative_to_the_defects_object(validity):
