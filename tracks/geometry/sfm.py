@@ -33,13 +33,21 @@ OpenCV fallback (pycolmap failed or registered too few frames):
 
 The result reports registration rate, mean reprojection error (px), mean track length, the
 observations of each 3-D point (for photometric consistency) and the reliability verdict.
+
+Isolation: every pycolmap call (feature extraction and matching, each mapping) runs in a spawned child
+process (:func:`isolated`). A failed COLMAP ``CHECK`` aborts its process through glog; in the evaluator's own
+process that ended the whole run, and a resumed run met the same video again. A child that dies is a
+failure of that step like a mapper that gives up: the alternatives and the OpenCV chain still run, and the
+row is scored or fails with the reason.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import multiprocessing as mp
 import shutil
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,7 +372,8 @@ def _failed(frames: np.ndarray, idx: np.ndarray, K: np.ndarray | None, method: s
 
 
 class _ColmapSession:
-    """Frames written once; features extracted and matched once per feature kind; any number of mappings."""
+    """Frames written once; features extracted and matched once per feature kind; any number of mappings.
+    Each pycolmap step runs in a child process (:func:`isolated`)."""
 
     def __init__(self, frames: np.ndarray, idx: np.ndarray, root: Path, *, K: np.ndarray | None,
                  masks: np.ndarray | None, exhaustive_max: int, vocab_tree: str | None, seed: int) -> None:
@@ -389,104 +398,44 @@ class _ColmapSession:
 
     def database(self, features: str) -> tuple[Path, str]:
         """``(database path, matcher label)`` with ``features`` extracted and matched (cached)."""
-        import pycolmap
-
         if features in self._databases:
             return self._databases[features]
         S, H, W = self.frames.shape[:3]
         K = self.K
-        reader = pycolmap.ImageReaderOptions()
-        if K is not None:
-            reader.camera_model = "PINHOLE"
-            reader.camera_params = ",".join(str(float(v)) for v in (K[0, 0], K[1, 1], K[0, 2], K[1, 2]))
-        else:
-            reader.camera_model = "SIMPLE_RADIAL"
-        if self.has_masks:
-            reader.mask_path = str(self.mask_dir)
-        extraction = pycolmap.FeatureExtractionOptions()
-        extraction.num_threads = 1
-        # Small frames have few corners: keep weak peaks (the default threshold is tuned for megapixels).
-        extraction.sift.peak_threshold = 0.004 if max(H, W) <= 160 else 0.0066
-        if features == "dsp":
-            extraction.sift.domain_size_pooling = True
-            extraction.sift.estimate_affine_shape = True
         db = self.root / f"database_{features}.db"
-        pycolmap.extract_features(db, self.img_dir, image_names=self.names, camera_mode=pycolmap.CameraMode.SINGLE,
-                                  reader_options=reader, extraction_options=extraction, device=pycolmap.Device.cpu)
-        matching = pycolmap.FeatureMatchingOptions()
-        matching.num_threads = 1
-        verification = pycolmap.TwoViewGeometryOptions()
-        verification.min_num_inliers = 12
-        if self.exhaustive_max >= S:
-            pycolmap.match_exhaustive(db, matching_options=matching, verification_options=verification,
-                                      device=pycolmap.Device.cpu)
-            matcher = "exhaustive"
-        else:
-            pairing = pycolmap.SequentialPairingOptions()
-            pairing.overlap = 8
-            pairing.quadratic_overlap = True
-            if self.vocab_tree:
-                pairing.loop_detection = True
-                pairing.vocab_tree_path = self.vocab_tree
-            pycolmap.match_sequential(db, matching_options=matching, pairing_options=pairing,
-                                      verification_options=verification, device=pycolmap.Device.cpu)
-            matcher = "sequential+loop" if self.vocab_tree else "sequential(quadratic)"
+        matcher = isolated(_colmap_database, db=str(db), image_dir=str(self.img_dir), names=self.names,
+                           pinhole=None if K is None else [float(v) for v in (K[0, 0], K[1, 1], K[0, 2], K[1, 2])],
+                           mask_dir=str(self.mask_dir) if self.has_masks else None,
+                           # Small frames have few corners: keep weak peaks (the default is tuned for megapixels).
+                           peak_threshold=0.004 if max(H, W) <= 160 else 0.0066, dsp=features == "dsp",
+                           exhaustive=self.exhaustive_max >= S, vocab_tree=self.vocab_tree)
         self._databases[features] = (db, matcher)
         return db, matcher
 
     def run(self, variant: SfMVariant) -> CameraRecovery:
-        """Map with ``variant``; a mapper error or an empty result is a ``failure``, never an exception."""
+        """Map with ``variant``; a mapper error, a child that died or an empty result is a ``failure``, never an
+        exception."""
         import pycolmap
 
-        db, matcher = self.database(variant.features)
         out_dir = self.root / f"sparse_{VARIANTS.index(variant) if variant in VARIANTS else variant.name}"
         out_dir.mkdir(parents=True, exist_ok=True)
-        seed, K = self.seed, self.K
         try:
-            if variant.mapper == "global":
-                gopts = pycolmap.GlobalPipelineOptions()
-                gopts.num_threads = 1
-                gopts.random_seed = seed
-                gopts.min_num_matches = 12
-                gopts.min_model_size = 3
-                gopts.mapper.num_threads = 1
-                gopts.mapper.random_seed = seed
-                gopts.mapper.global_positioning.use_gpu = False
-                gopts.mapper.bundle_adjustment.ceres.use_gpu = False
-                if K is not None:
-                    gopts.mapper.bundle_adjustment.refine_focal_length = False
-                    gopts.mapper.bundle_adjustment.refine_principal_point = False
-                    gopts.mapper.bundle_adjustment.refine_extra_params = False
-                recs = pycolmap.global_mapping(db, self.img_dir, out_dir, options=gopts)
-            else:
-                opts = pycolmap.IncrementalPipelineOptions()
-                opts.num_threads = 1
-                opts.random_seed = seed
-                opts.min_model_size = 3
-                opts.min_num_matches = 12
-                opts.extract_colors = True
-                opts.mapper.init_min_num_inliers = 30
-                opts.mapper.init_min_tri_angle = variant.init_min_tri_angle
-                opts.mapper.filter_min_tri_angle = variant.filter_min_tri_angle
-                opts.mapper.abs_pose_min_num_inliers = 12
-                opts.mapper.random_seed = seed
-                opts.triangulation.random_seed = seed
-                if K is not None:
-                    opts.ba_refine_focal_length = False
-                    opts.ba_refine_principal_point = False
-                    opts.ba_refine_extra_params = False
-                recs = pycolmap.incremental_mapping(db, self.img_dir, out_dir, options=opts)
-        except (RuntimeError, ValueError) as e:  # a mapper that gives up on a degenerate video
-            rec = _failed(self.frames, self.idx, K, "pycolmap", f"{variant.name} mapper failed: {e}")
+            db, matcher = self.database(variant.features)
+            written = isolated(_colmap_map, db=str(db), image_dir=str(self.img_dir), out_dir=str(out_dir),
+                               mapper=variant.mapper, seed=self.seed, fixed_intrinsics=self.K is not None,
+                               init_min_tri_angle=variant.init_min_tri_angle,
+                               filter_min_tri_angle=variant.filter_min_tri_angle)
+        except (RuntimeError, ValueError) as e:  # a mapper that gives up on a degenerate video, or died
+            rec = _failed(self.frames, self.idx, self.K, "pycolmap", f"{variant.name} mapper failed: {e}")
             rec.details["variant"] = variant.name
             return rec
-        recs = {k: r for k, r in recs.items() if r.num_reg_images() > 0}
-        if not recs:
-            rec = _failed(self.frames, self.idx, K, "pycolmap", "pycolmap could not initialise a reconstruction "
+        if not written:
+            rec = _failed(self.frames, self.idx, self.K, "pycolmap", "pycolmap could not initialise a reconstruction "
                           "(too few matched features between frames: textureless, too small, or no camera motion)")
             rec.details["variant"] = variant.name
             return rec
-        return self._recovery(max(recs.values(), key=lambda r: r.num_reg_images()), len(recs), matcher, variant)
+        _, largest = max(written, key=lambda w: w[0])  # the first of the largest, as max() over the models was
+        return self._recovery(pycolmap.Reconstruction(largest), len(written), matcher, variant)
 
     def _recovery(self, rec: Any, num_models: int, matcher: str, variant: SfMVariant) -> CameraRecovery:
         S = len(self.frames)
@@ -524,6 +473,136 @@ class _ColmapSession:
                      "num_points": int(len(points)), "variant": variant.name},
             observations=np.array(obs, dtype=np.float64).reshape(-1, 4),
         )
+
+
+def isolated(fn: Any, **kwargs: Any) -> Any:
+    """``fn(**kwargs)`` in a spawned child process; its return value (picklable), or its ``RuntimeError`` /
+    ``ValueError`` raised again here. A child that dies without answering (a COLMAP ``CHECK`` aborts through
+    glog: SIGABRT) raises ``RuntimeError`` naming the signal; this process goes on. ``fn`` must be importable
+    by name (a module-level function). In a daemonic process, which may not have children, ``fn`` runs here."""
+    if mp.current_process().daemon:
+        return fn(**kwargs)
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, fn, kwargs), daemon=True)
+    child.start()
+    send.close()  # the child holds the only sending end: a dead child makes recv() raise EOFError
+    try:
+        answer = receive.recv()
+    except EOFError:
+        answer = None
+    finally:
+        child.join()
+        receive.close()
+    if answer is None:
+        code = child.exitcode
+        how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}")
+        raise RuntimeError(f"{getattr(fn, '__name__', fn)} died ({how}; a failed COLMAP check aborts its process)")
+    kind, value = answer
+    if kind == "ok":
+        return value
+    raise (ValueError if kind == "ValueError" else RuntimeError)(value)
+
+
+def _child(send: Any, fn: Any, kwargs: dict[str, Any]) -> None:
+    try:
+        value = fn(**kwargs)
+    except ValueError as e:
+        send.send(("ValueError", str(e)))
+    except Exception as e:  # noqa: BLE001 - every other error crosses back as a RuntimeError with its type
+        send.send(("RuntimeError", f"{type(e).__name__}: {e}" if not isinstance(e, RuntimeError) else str(e)))
+    else:
+        send.send(("ok", value))
+    send.close()
+
+
+def _colmap_database(*, db: str, image_dir: str, names: list[str], pinhole: list[float] | None, mask_dir: str | None,
+                     peak_threshold: float, dsp: bool, exhaustive: bool, vocab_tree: str | None) -> str:
+    """(In a child.) SIFT extraction and matching into ``db``; returns the matcher's label."""
+    import pycolmap
+
+    reader = pycolmap.ImageReaderOptions()
+    if pinhole is not None:
+        reader.camera_model = "PINHOLE"
+        reader.camera_params = ",".join(str(v) for v in pinhole)
+    else:
+        reader.camera_model = "SIMPLE_RADIAL"
+    if mask_dir is not None:
+        reader.mask_path = mask_dir
+    extraction = pycolmap.FeatureExtractionOptions()
+    extraction.num_threads = 1
+    extraction.sift.peak_threshold = peak_threshold
+    if dsp:
+        extraction.sift.domain_size_pooling = True
+        extraction.sift.estimate_affine_shape = True
+    pycolmap.extract_features(db, image_dir, image_names=names, camera_mode=pycolmap.CameraMode.SINGLE,
+                              reader_options=reader, extraction_options=extraction, device=pycolmap.Device.cpu)
+    matching = pycolmap.FeatureMatchingOptions()
+    matching.num_threads = 1
+    verification = pycolmap.TwoViewGeometryOptions()
+    verification.min_num_inliers = 12
+    if exhaustive:
+        pycolmap.match_exhaustive(db, matching_options=matching, verification_options=verification,
+                                  device=pycolmap.Device.cpu)
+        return "exhaustive"
+    pairing = pycolmap.SequentialPairingOptions()
+    pairing.overlap = 8
+    pairing.quadratic_overlap = True
+    if vocab_tree:
+        pairing.loop_detection = True
+        pairing.vocab_tree_path = vocab_tree
+    pycolmap.match_sequential(db, matching_options=matching, pairing_options=pairing,
+                              verification_options=verification, device=pycolmap.Device.cpu)
+    return "sequential+loop" if vocab_tree else "sequential(quadratic)"
+
+
+def _colmap_map(*, db: str, image_dir: str, out_dir: str, mapper: str, seed: int, fixed_intrinsics: bool,
+                init_min_tri_angle: float, filter_min_tri_angle: float) -> list[tuple[int, str]]:
+    """(In a child.) One mapping; each model with a registered image written to ``out_dir/model_<k>``, returned
+    as ``(registered images, folder)`` in the mapper's order."""
+    import pycolmap
+
+    if mapper == "global":
+        gopts = pycolmap.GlobalPipelineOptions()
+        gopts.num_threads = 1
+        gopts.random_seed = seed
+        gopts.min_num_matches = 12
+        gopts.min_model_size = 3
+        gopts.mapper.num_threads = 1
+        gopts.mapper.random_seed = seed
+        gopts.mapper.global_positioning.use_gpu = False
+        gopts.mapper.bundle_adjustment.ceres.use_gpu = False
+        if fixed_intrinsics:
+            gopts.mapper.bundle_adjustment.refine_focal_length = False
+            gopts.mapper.bundle_adjustment.refine_principal_point = False
+            gopts.mapper.bundle_adjustment.refine_extra_params = False
+        recs = pycolmap.global_mapping(db, image_dir, out_dir, options=gopts)
+    else:
+        opts = pycolmap.IncrementalPipelineOptions()
+        opts.num_threads = 1
+        opts.random_seed = seed
+        opts.min_model_size = 3
+        opts.min_num_matches = 12
+        opts.extract_colors = True
+        opts.mapper.init_min_num_inliers = 30
+        opts.mapper.init_min_tri_angle = init_min_tri_angle
+        opts.mapper.filter_min_tri_angle = filter_min_tri_angle
+        opts.mapper.abs_pose_min_num_inliers = 12
+        opts.mapper.random_seed = seed
+        opts.triangulation.random_seed = seed
+        if fixed_intrinsics:
+            opts.ba_refine_focal_length = False
+            opts.ba_refine_principal_point = False
+            opts.ba_refine_extra_params = False
+        recs = pycolmap.incremental_mapping(db, image_dir, out_dir, options=opts)
+    written = []
+    for k, r in recs.items():
+        if r.num_reg_images() > 0:
+            folder = Path(out_dir) / f"model_{k}"
+            folder.mkdir(parents=True, exist_ok=True)
+            r.write(folder)
+            written.append((int(r.num_reg_images()), str(folder)))
+    return written
 
 
 # --------------------------------------------------------------------------- OpenCV
