@@ -564,8 +564,16 @@ def git_state() -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    return {"commit": git("rev-parse", "HEAD"), "dirty_tracks": [
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty_tracks": [
         line[3:] for line in git("status", "--porcelain", "--", "tracks", "worldolympiad", "scenarios").splitlines()]}
+
+
+def _commit_line(git: dict[str, Any]) -> str:
+    """The report's provenance: the commit measured, or why it is unknown (a copy of the tree without ``.git``)."""
+    if not git.get("commit"):
+        return ("Commit unknown (the tree measured is not a git checkout; measure from `git worktree add --detach DIR "
+                "COMMIT` to record it)")
+    return f"Commit `{git['commit']}`"
 
 
 def _fmt(x: Any, nd: int = 3) -> str:
@@ -587,7 +595,7 @@ def write_report(out: Path, record: dict[str, Any]) -> tuple[Path, Path, Path | 
     lines = [f"# {'Tuning-split' if tuning else 'Held-out'} validity report ({record['mode']})", "",
              *(["**Tuning split: a development measurement on cases tracks may be tuned on, never an acceptance figure.**",
                 ""] if tuning else []),
-             f"Commit `{record['git']['commit']}`"
+             _commit_line(record["git"])
              + (f" with uncommitted changes in {', '.join(record['git']['dirty_tracks'])}" if record["git"]["dirty_tracks"] else "")
              + f" (at the start); {record['date']}; {record['seconds']:.0f} s on one CPU thread. Track versions: "
              + ", ".join(f"{t} v{v}" for t, v in record["track_versions"].items()) + ".", "",
@@ -801,7 +809,7 @@ def baseline_verdicts(rows: dict[str, dict[tuple[str, str, int], float | None]],
 def write_baselines_report(out: Path, record: dict[str, Any]) -> Path:
     models = record["models"]
     lines = ["# Baseline order (issue 56, acceptance 3)", "",
-             f"Commit `{record['git']['commit']}`; {record['date']}; {record['seconds']:.0f} s. Does `{models[0]}` score above "
+             f"{_commit_line(record['git'])}; {record['date']}; {record['seconds']:.0f} s. Does `{models[0]}` score above "
              + " and ".join(f"`{m}`" for m in models[1:]) + " on every track: on the track mean, and per (case, seed)?", "",
              f"Command: `{record['command']}`", ""]
     for suite, s in record["result"]["suites"].items():

@@ -237,3 +237,14 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     again = validity.write_suites(out, variants, ["physics", "longvideo"])
     assert again[("reference", "physics")] != suites[("reference", "physics")]
     assert again[("reference", "longvideo")] != suites[("reference", "longvideo")]
+
+
+def test_a_report_from_a_copy_without_git_says_its_commit_is_unknown(validity, monkeypatch, tmp_path):
+    """Session 56's records were measured on `git archive` copies: git_state() read an empty commit and the header
+    said "Commit ``" without saying why. Outside a checkout the commit is None and the header says it is unknown and
+    how to record it."""
+    monkeypatch.setattr(validity, "ROOT", tmp_path)  # no .git here or above (a fresh tmp dir)
+    state = validity.git_state()
+    assert state["commit"] is None
+    assert validity._commit_line(state).startswith("Commit unknown (the tree measured is not a git checkout")
+    assert validity._commit_line({"commit": "abc"}) == "Commit `abc`"
