@@ -13,6 +13,10 @@ Every track ships a ``track.yaml`` next to its code::
         higher_is_better: true
         bounds: [12.0, 32.0]               # raw values map linearly onto [0, 1] between these
         version: "1"
+      - name: rpe_rot
+        higher_is_better: false
+        bounds: [0.0, 5.0]
+        curve: reciprocal                  # an error: 1 / (1 + (raw - low) / (high - low)), 0.5 at high, never 0
     score:
       weights: {heldout_psnr: 1.0, ...}    # weights of the track score; must name declared metrics
 
@@ -34,6 +38,9 @@ from worldolympiad.types import MetricValue
 
 __all__ = ["MetricSpec", "TrackSpec", "load_track_spec"]
 
+#: how a metric's raw value maps onto [0, 1] (:attr:`MetricSpec.curve`)
+CURVES: tuple[str, ...] = ("linear", "reciprocal")
+
 
 @dataclass(frozen=True)
 class MetricSpec:
@@ -45,6 +52,11 @@ class MetricSpec:
         higher_is_better: Direction of the raw value.
         bounds: ``(low, high)`` raw values mapped to normalized 0 and 1 (before the direction flip).
         version: Bumped whenever the metric's numbers change.
+        curve: ``"linear"`` (the default: clipped at the bounds) or ``"reciprocal"``, for an error
+            (``higher_is_better`` false) whose size keeps mattering past ``high``: ``1 / (1 + (raw - low) /
+            (high - low))``, 1 at ``low``, 0.5 at ``high``, 0 only at infinity. A linear error saturates: every
+            shuffled fly-through's rotation error (5-50 deg) read 0 beside a 5 deg bound, so which of two
+            shuffles was worse was left to the other metrics' noise (geometry v10).
     """
 
     name: str
@@ -52,12 +64,14 @@ class MetricSpec:
     higher_is_better: bool
     bounds: tuple[float, float]
     version: str
+    curve: str = "linear"
 
     def normalize(self, raw: float) -> float:
-        """Map ``raw`` linearly from ``bounds`` onto ``[0, 1]`` (clipped), 1 = best.
+        """Map ``raw`` from ``bounds`` onto ``[0, 1]``, 1 = best: linearly (clipped), or along the reciprocal curve
+        (:attr:`curve`).
 
         Args:
-            raw: The measured value. ``+inf``/``-inf`` clip to the high/low bound.
+            raw: The measured value. ``+inf``/``-inf`` clip to the high/low bound (reciprocal: to 0 and 1).
 
         Returns:
             The normalized value; for ``higher_is_better=False`` the mapping is flipped.
@@ -68,6 +82,8 @@ class MetricSpec:
         lo, hi = self.bounds
         if math.isnan(raw):
             raise ValueError(f"{self.name}: cannot normalise NaN; report the metric as failed with a reason")
+        if self.curve == "reciprocal":  # an error (checked on load): 1 at low, 0.5 at high
+            return 0.0 if math.isinf(raw) and raw > 0 else 1.0 / (1.0 + max(0.0, raw - lo) / (hi - lo))
         if math.isinf(raw):
             x = 1.0 if raw > 0 else 0.0
         else:
@@ -230,7 +246,13 @@ def _metric_spec(path: Path, i: int, m: Any) -> MetricSpec:
     lo, hi = (_number(path, f"{where}.bounds", b) for b in bounds)
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo == hi:
         raise ValueError(f"{path}: {where}.bounds must be two different finite numbers, got {bounds!r}")
-    return MetricSpec(str(m["name"]), str(m.get("description", "")), hib, (lo, hi), str(m.get("version", "1")))
+    curve = m.get("curve", "linear")
+    if curve not in CURVES:
+        raise ValueError(f"{path}: {where}.curve must be one of {', '.join(CURVES)}, got {curve!r}")
+    if curve == "reciprocal" and (hib or hi <= lo):
+        raise ValueError(f"{path}: {where}: curve reciprocal is for an error (higher_is_better: false, bounds [low, "
+                         f"high] with low < high: 1 at low, 0.5 at high), got higher_is_better {hib}, bounds {bounds!r}")
+    return MetricSpec(str(m["name"]), str(m.get("description", "")), hib, (lo, hi), str(m.get("version", "1")), curve)
 
 
 def _number(path: Path, where: str, v: Any) -> float:

@@ -69,6 +69,22 @@ def test_normalize_lower_is_better_flips():
     assert DOWN.normalize(3.0) == 0.0
 
 
+def test_a_reciprocal_error_keeps_falling_past_its_high_bound():
+    """``curve: reciprocal`` (geometry v10's rpe_rot): 1 at low, 0.5 at high, and every larger error lower still. The
+    linear curve gave a shuffled turning camera's 9, 20 and 25 deg rotation errors all 0, so the three shuffles tied
+    on the metric and their order was the other metrics' noise (issue 56, geometry_tune)."""
+    rpe = MetricSpec("rpe_rot", "", False, (0.0, 5.0), "4", "reciprocal")
+    assert rpe.normalize(0.0) == 1.0 and rpe.normalize(5.0) == 0.5 and rpe.normalize(math.inf) == 0.0
+    assert rpe.normalize(-1.0) == 1.0 and rpe.normalize(0.5) == pytest.approx(1 / 1.1)
+    shuffles = [rpe.normalize(d) for d in (8.7, 19.8, 25.0)]
+    assert shuffles[0] > shuffles[1] > shuffles[2] > 0.1, shuffles
+    linear = MetricSpec("rpe_rot", "", False, (0.0, 5.0), "3")
+    assert [linear.normalize(d) for d in (8.7, 19.8, 25.0)] == [0.0, 0.0, 0.0]
+    from worldolympiad.trackspec import load_track_spec as load
+
+    assert load(Path(__file__).parents[2] / "tracks" / "geometry" / "track.yaml")["rpe_rot"].curve == "reciprocal"
+
+
 def test_infinities_clip_to_the_bounds():
     assert UP.normalize(math.inf) == 1.0 and UP.normalize(-math.inf) == 0.0
     assert DOWN.normalize(math.inf) == 0.0 and DOWN.normalize(-math.inf) == 1.0
@@ -131,6 +147,8 @@ def test_load_track_spec_is_cached_per_path(tmp_path):
         ('version: "2"\n', "", r"'version'"),
         ("  - name: error\n", "  - nam: error\n", r"metrics\[1\].*'name'"),
         ("  - name: error\n", "  - name: psnr\n", r"'psnr' is declared twice"),
+        ("bounds: [10, 30]", "bounds: [10, 30]\n    curve: log", r"metrics\[0\] \(psnr\)\.curve"),
+        ("bounds: [10, 30]", "bounds: [10, 30]\n    curve: reciprocal", r"metrics\[0\] \(psnr\): curve reciprocal is for an error"),
     ],
 )
 def test_bad_field_is_named(tmp_path, old, new, field):
