@@ -303,8 +303,7 @@ def reorder_changed_share(clean: np.ndarray, bad: np.ndarray) -> float:
     """For a defect that replays the clip's own frames: its largest per-frame change as a share of the clean video's
     largest one-step motion (:func:`motion_area`). A freeze after the motion ended changes nothing (0); a freeze of
     a moving object changes at least about one step's motion (>= 1)."""
-    frame = float(clean.shape[1] * clean.shape[2])
-    return changed_share(clean, bad, None) * frame / max(motion_area(clean), 1.0)
+    return replay_step_share(clean, clean, bad)
 
 
 def replay_step_share(clean: np.ndarray, weaker: np.ndarray, stronger: np.ndarray) -> float:
@@ -343,9 +342,16 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
     step_file = render_dir / "replay_step.json"
     steps: dict[str, float] = json.loads(step_file.read_text()) if step_file.exists() else {}
 
+    decoded: dict[Path, np.ndarray] = {}  # the lossless videos of the defect being prepared, each decoded once
+
+    def frames_at(path: Path) -> np.ndarray:
+        if path not in decoded:
+            decoded[path] = read_video(path).frames
+        return decoded[path]
+
     def frames_sha(vid: str, path: Path) -> str:
         if vid not in shas:
-            shas[vid] = hashlib.sha1(read_video(path).frames.tobytes()).hexdigest()
+            shas[vid] = hashlib.sha1(frames_at(path).tobytes()).hexdigest()
         return shas[vid]
 
     for case0 in cases:
@@ -366,6 +372,7 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
         for track in case_tracks:
             for defect, strengths in defects[track]:
                 weaker: dict[str, Any] | None = None  # the variant of the next weaker strength
+                decoded.clear()
                 for s in strengths:
                     vid = variant_id(case.id, defect, s)
                     dst = lossless / f"{vid}.mp4"
@@ -385,7 +392,7 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                     if vid not in changed and defect in REORDER_DEFECTS:
                         if rendered is None:
                             rendered = _rendered_from_disk(case, render_dir)
-                        changed[vid] = reorder_changed_share(rendered.video.frames, read_video(dst).frames)
+                        changed[vid] = reorder_changed_share(rendered.video.frames, frames_at(dst))
                     if vid not in changed and defect in OBJECT_DEFECTS:
                         if rendered is None:
                             rendered = _rendered_from_disk(case, render_dir)
@@ -395,7 +402,7 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                             if made is None:
                                 made = PERTURBATIONS.get(defect)(rendered.video, case, s, np.random.default_rng(0), rendered)
                             oid = (made.metadata.get("perturbation") or {}).get("object_id")
-                            changed[vid] = changed_share(rendered.video.frames, read_video(dst).frames, rendered.masks,
+                            changed[vid] = changed_share(rendered.video.frames, frames_at(dst), rendered.masks,
                                                          None if oid is None else int(oid))
                     doc = dict(raw, id=vid, tracks=[track])
                     doc["metadata"] = dict(raw.get("metadata") or {}, validity={"case": case.id, "defect": defect,
@@ -409,8 +416,8 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
                         if vid not in steps:
                             if rendered is None:
                                 rendered = _rendered_from_disk(case, render_dir)
-                            steps[vid] = replay_step_share(rendered.video.frames, read_video(lossless / f"{weaker['id']}.mp4").frames,
-                                                           read_video(dst).frames)
+                            steps[vid] = replay_step_share(rendered.video.frames, frames_at(lossless / f"{weaker['id']}.mp4"),
+                                                           frames_at(dst))
                         if steps[vid] < NOOP_SHARE:
                             variant["alike"] = weaker["alike"]  # the stronger strength replays what the weaker showed
                     variants.append(variant)

@@ -55,8 +55,8 @@ class MetricSpec:
         curve: ``"linear"`` (the default: clipped at the bounds) or ``"reciprocal"``, for an error
             (``higher_is_better`` false) whose size keeps mattering past ``high``: ``1 / (1 + (raw - low) /
             (high - low))``, 1 at ``low``, 0.5 at ``high``, 0 only at infinity. A linear error saturates: every
-            shuffled fly-through's rotation error (5-50 deg) read 0 beside a 5 deg bound, so which of two
-            shuffles was worse was left to the other metrics' noise (geometry v10).
+            shuffled turning camera's rotation error (5-98 deg on the tuning mazes) read 0 beside a 5 deg bound, so
+            which of two shuffles was worse was left to the other metrics' noise (geometry v10).
     """
 
     name: str
