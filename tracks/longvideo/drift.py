@@ -11,7 +11,16 @@ from typing import Any
 import numpy as np
 
 from tracks.interaction.flow import FlowEstimator
-from tracks.longvideo.signals import CLARITY_SIDE, DYNAMIC_EVIDENCE, DYNAMIC_SIDE, SIGNALS, ChunkView, chunk_signals
+from tracks.longvideo.signals import (
+    AESTHETIC_PARTS,
+    CLARITY_SIDE,
+    DYNAMIC_EVIDENCE,
+    DYNAMIC_SIDE,
+    SIGNALS,
+    ChunkView,
+    aesthetic_parts,
+    chunk_signals,
+)
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS, chunk_bounds, normalized_vde, video_drift_error
 
 logger = logging.getLogger(__name__)
@@ -32,13 +41,30 @@ class SignalDrift:
     nvde_log: float
     source: str = "model-free"
     provenance: str = ""
+    #: part name -> per-chunk values, when the normalised VDE is the mean of the parts' (the model-free
+    #: aesthetic signal from v9); ``vde_linear`` / ``vde_log`` stay those of ``values``
+    parts: dict[str, list[float]] = field(default_factory=dict)
 
     def details(self) -> dict[str, Any]:
         d = {"chunk_values": self.values, "vde_log": self.vde_log, "nvde_linear": self.nvde_linear,
              "nvde_log": self.nvde_log, "source": self.source, "num_chunks": len(self.values)}
+        if self.parts:
+            d["parts"] = {k: {"chunk_values": v, "nvde_linear": normalized_vde(v, "linear")} for k, v in self.parts.items()}
         if self.provenance:
             d["provenance"] = self.provenance
         return d
+
+
+def _signal_drift(name: str, series: list[float], parts: dict[str, list[float]], source: str,
+                  provenance: str) -> SignalDrift:
+    """VDE of one signal's per-chunk ``series``; with ``parts``, its normalised VDE is the mean of theirs."""
+    if parts:
+        nv_lin = float(np.mean([normalized_vde(v, "linear") for v in parts.values()]))
+        nv_log = float(np.mean([normalized_vde(v, "log") for v in parts.values()]))
+    else:
+        nv_lin, nv_log = normalized_vde(series, "linear"), normalized_vde(series, "log")
+    return SignalDrift(name, series, video_drift_error(series, "linear"), video_drift_error(series, "log"),
+                       nv_lin, nv_log, source, provenance, parts)
 
 
 @dataclass
@@ -78,6 +104,7 @@ def measure_drift(
     dynamic_side: int = DYNAMIC_SIDE,
     dynamic_evidence: int = DYNAMIC_EVIDENCE,
     clarity_side: int = CLARITY_SIDE,
+    aesthetic_by_parts: bool = True,
 ) -> DriftReport:
     """Split ``frames`` (``uint8 [T, H, W, 3]``) into ``num_chunks`` equal chunks and compute VDE per signal.
 
@@ -96,6 +123,8 @@ def measure_drift(
             (:data:`~tracks.longvideo.signals.DYNAMIC_EVIDENCE`, 3 since v7; 0 = every pixel, v6).
         clarity_side: longer side of the fixed luma grid the model-free ``clarity`` signal is measured on
             (:data:`~tracks.longvideo.signals.CLARITY_SIDE`, 48 since v8; 0 = at ``max_side``, v7).
+        aesthetic_by_parts: the model-free ``aesthetic`` signal's normalised VDE is the mean of its parts'
+            (:data:`~tracks.longvideo.signals.AESTHETIC_PARTS`; v9); ``False``: of the proxy's weighted sum (v8).
 
     Raises:
         ValueError: fewer frames than chunks.
@@ -105,15 +134,20 @@ def measure_drift(
     free = tuple(s for s in signals if s not in learned)
     flow = FlowEstimator()
     per_chunk: dict[str, list[float]] = {s: [] for s in signals}
+    by_parts = aesthetic_by_parts and "aesthetic" in free
+    parts: dict[str, list[float]] = {p: [] for p in AESTHETIC_PARTS} if by_parts else {}
     errors: dict[str, str] = {}
     for start, end in bounds:
         chunk = frames[start:end:frame_stride]
         if free:
-            vals = chunk_signals(ChunkView.from_frames(chunk, max_side, dynamic_side if "dynamic" in free else 0,
-                                                       dynamic_evidence, clarity_side if "clarity" in free else 0),
-                                 free, flow)
+            view = ChunkView.from_frames(chunk, max_side, dynamic_side if "dynamic" in free else 0,
+                                         dynamic_evidence, clarity_side if "clarity" in free else 0)
+            vals = chunk_signals(view, free, flow)
             for k, v in vals.items():
                 per_chunk[k].append(v)
+            if by_parts:
+                for k, v in aesthetic_parts(view).items():
+                    parts[k].append(v)
         for name, fn in learned.items():
             if name in signals and name not in errors:
                 try:
@@ -129,7 +163,6 @@ def measure_drift(
         if any(math.isnan(v) for v in series):
             errors[name] = f"signal {name} is NaN on chunks {[i for i, v in enumerate(series) if math.isnan(v)]}"
             continue
-        out[name] = SignalDrift(name, series, video_drift_error(series, "linear"), video_drift_error(series, "log"),
-                                normalized_vde(series, "linear"), normalized_vde(series, "log"),
-                                "learned" if name in learned else "model-free", (provenance or {}).get(name, ""))
+        out[name] = _signal_drift(name, series, parts if name == "aesthetic" else {},
+                                  "learned" if name in learned else "model-free", (provenance or {}).get(name, ""))
     return DriftReport(out, num_chunks, bounds[-1][1], errors)

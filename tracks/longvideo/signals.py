@@ -14,7 +14,8 @@ clarity        mean variance of the Laplacian (focus / sharpness) of luma resamp
 motion         1 - mean |I_t - interp(I_{t-1}, I_{t+1})| / 255, the middle frame rebuilt
                by warping its neighbours half-way along DIS optical flow (VBench's
                "re-interpolate dropped frames" idea without AMT)
-aesthetic      0.5 * colourfulness (Hasler & Suesstrunk 2003) / 100 + 0.5 * RMS contrast / 128
+aesthetic      0.5 * colourfulness (Hasler & Suesstrunk 2003) / 100 + 0.5 * RMS contrast / 128; its drift is
+               the mean of its three parts' (colour spread, colour cast, contrast; v9, :func:`aesthetic_parts`)
 background     mean over frames of the HSV colour-histogram intersection with the chunk's
                first frame and with the previous frame (averaged); grey and dark pixels,
                whose hue is codec noise, are binned by brightness alone (v5)
@@ -66,6 +67,21 @@ frame's grey variance (contrast-normalised, so a colour cast's brightness change
 or on a grid: ``longvideo_tune`` gained as much, but ``smoke`` lost pairs (crf 23 / crf 35 x0.75 pair accuracy
 0.972 / 0.944 -> 0.963 / 0.926).
 
+Why the aesthetic signal drifts by its parts (v9, session 57): the proxy is a weighted sum, and the relative change
+of a sum is diluted by the parts that do not change. A colour cast growing over a video (the colour drift long
+autoregressive rollouts show) moves only the colour-cast term, ``0.3 * hypot(mean rg, mean yb)``, while the contrast
+term, which it leaves alone, is as large; on ``bench/suites/longvideo_tune`` a warm cast ending at gains
+(1.2, 1, 0.8) moved Breakout's aesthetic normalised VDE by 0.028, less than the crf 35 noise of the dynamic signal
+moved the track score, and drifted videos outscored their clean one. From v9 each part's normalised VDE is measured
+on its own and the signal's share of ``nvde`` is their mean (``vde_aesthetic``, the published formula, stays that
+of the sum; option ``longvideo.aesthetic_parts=false`` restores v8). Tuning split, pair accuracy lossless / crf 23 /
+crf 35 x0.75: longvideo_tune 0.994 / 0.989 / 0.939 -> 1.000 / 1.000 / 0.967; smoke (24-frame clips, two frames a
+chunk) 1.000 / 0.972 / 0.944 -> 0.991 / 0.963 / 0.944 (the maze's turning walls change the picture's cast by
+themselves, and the weakest cast partly undoes that). Tried on the same rows: the cast part alone, or the largest
+of the three parts' drifts (longvideo_tune 1.000 / 1.000 / 0.972, but its clean gap 0.039 -> 0.046); the cast
+as a 2-D chroma vector whose relative change is |c_i - c_1| / (|c_i| + |c_1|) (smoke back to 1.000 / 0.972 but
+crf 35 0.935 and a clean gap of 0.063; longvideo_tune 0.994 / 0.994 / 0.961).
+
 All signals are positive for natural video, so the VDE ratio ``|m_i - m_1| / m_1`` is
 meaningful; a frozen video has ``dynamic = 0`` in its first chunk and VDE is then ``inf``
 as the published formula says.
@@ -92,6 +108,9 @@ CLARITY_SIDE = 48
 #: grey levels two frames of the dynamic grid must differ by at a pixel for its flow to count (v7; 0 = every
 #: pixel, v6): brightness creep over smooth shading reads as motion where nothing moved
 DYNAMIC_EVIDENCE = 3
+#: the model-free aesthetic signal's parts, whose drifts are averaged into its normalised VDE (v9; see the module
+#: docstring): a drift of one part is no longer diluted by the others in their weighted sum
+AESTHETIC_PARTS: tuple[str, ...] = ("colour_spread", "colour_cast", "contrast")
 
 
 def luma_grid(frames: np.ndarray, side: int) -> np.ndarray:
@@ -197,6 +216,24 @@ def aesthetic_proxy(view: ChunkView) -> float:
     """Colourfulness and contrast (both raise rated aesthetics in photo-quality studies)."""
     vals = [0.5 * colourfulness(f) / 100.0 + 0.5 * float(g.std()) / 128.0 for f, g in zip(view.rgb, view.gray, strict=True)]
     return float(np.mean(vals))
+
+
+def aesthetic_parts(view: ChunkView) -> dict[str, float]:
+    """The model-free aesthetic signal's three parts, each a chunk mean over frames (v9, :data:`AESTHETIC_PARTS`):
+    ``colour_spread`` (Hasler & Suesstrunk's spread of the opponent channels, hypot(std rg, std yb)),
+    ``colour_cast`` (their mean, hypot(mean rg, mean yb): how far the picture as a whole leans to one hue) and
+    ``contrast`` (RMS contrast of the grey frame). :func:`aesthetic_proxy` is ``0.5 (spread + 0.3 cast) / 100 +
+    0.5 contrast / 128``."""
+    spread, cast, contrast = [], [], []
+    for f, g in zip(view.rgb, view.gray, strict=True):
+        x = f.astype(np.float32)
+        rg = x[..., 0] - x[..., 1]
+        yb = 0.5 * (x[..., 0] + x[..., 1]) - x[..., 2]
+        spread.append(float(np.hypot(rg.std(), yb.std())))
+        cast.append(float(np.hypot(rg.mean(), yb.mean())))
+        contrast.append(float(g.std()))
+    return {"colour_spread": float(np.mean(spread)), "colour_cast": float(np.mean(cast)),
+            "contrast": float(np.mean(contrast))}
 
 
 #: saturation / value (0-255) ramps over which a pixel's hue becomes trustworthy: below the ramp it is grey or dark

@@ -28,6 +28,12 @@ def track_spec() -> TrackSpec:
     return load_track_spec(SPEC_PATH)
 
 
+def _truthy(v: object) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    return bool(v)
+
+
 class LongVideoTrack(Track):
     """VDE (REFERENCE.md §B) over clarity, motion, aesthetic, background, subject, dynamic.
 
@@ -36,7 +42,7 @@ class LongVideoTrack(Track):
         ``longvideo.frame_stride`` (1), ``longvideo.signals`` (comma list), ``longvideo.dynamic_side`` (32 px grid
         of the model-free dynamic signal, v6), ``longvideo.dynamic_evidence`` (grey levels a grid pixel must change
         by for its flow to count; 3 since v7), ``longvideo.clarity_side`` (48 px grid of the model-free clarity
-        signal, v8),
+        signal, v8), ``longvideo.aesthetic_parts`` (the model-free aesthetic signal drifts by its three parts, v9),
         ``longvideo.musiq_path`` / ``amt_path`` / ``clip_path`` / ``aesthetic_clip_path`` / ``aesthetic_head`` /
         ``dino_path`` / ``raft_path`` (local weights for LV-Bench's published signals, see
         :mod:`tracks.longvideo.learned`; each ``vde_*`` metric's ``details.provenance`` says what computed it).
@@ -86,7 +92,8 @@ class LongVideoTrack(Track):
                                    provenance=loaded.provenance,
                                    dynamic_side=int(ctx.option("longvideo.dynamic_side", DYNAMIC_SIDE)),
                                    dynamic_evidence=int(ctx.option("longvideo.dynamic_evidence", DYNAMIC_EVIDENCE)),
-                                   clarity_side=int(ctx.option("longvideo.clarity_side", CLARITY_SIDE)))
+                                   clarity_side=int(ctx.option("longvideo.clarity_side", CLARITY_SIDE)),
+                                   aesthetic_by_parts=_truthy(ctx.option("longvideo.aesthetic_parts", True)))
         metrics: list[MetricValue] = []
         for s in signals:
             ms = spec[f"vde_{s}"]
