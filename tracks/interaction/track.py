@@ -128,12 +128,15 @@ class InteractionTrack(Track):
                     "failed": [m.name for m in metrics if m.status == "failed"]}
         score = mean_normalized(metrics, spec.weights)
         chance = (details.get("following") or {}).get("chance")
-        if still is not None and score is not None and chance is not None and score > chance:
+        if still is not None and score is not None and chance is not None:
             # A still video is the player who never presses a button: it passes the no-op chunks (and
-            # those where the reference stands still) and nothing else. Its score is capped at the chance
-            # level of direction accuracy, the line no model is credited below (issue 56).
+            # those where the reference stands still) and nothing else. Its score is scaled onto
+            # [0, chance], the chance level of direction accuracy being the line no model is credited
+            # below (issue 56); version 20 scales where version 5-19 clipped (min(score, chance)), so
+            # two still videos keep the order of what was measured on them (a world that still moves
+            # in the no-op chunks) instead of tying at chance.
             coverage["capped_at_chance"] = {"score": score, "chance": chance, "reason": still}
-            score = float(chance)
+            score = capped_still_score(score, float(chance))
         elif frozen_vs_reference:
             # No action to draw a chance level from: the reference moves and the video does not, so it
             # reproduces none of what happens (issue 56: a frozen real clip tied the clip at 1.000).
@@ -342,6 +345,15 @@ class InteractionTrack(Track):
 
 # Metrics a still video passes by doing nothing (no seam, no identity change, no response to time).
 _MOTION_DEPENDENT = ("transition_smoothness", "seam_rate", "identity_consistency", "response_delay")
+
+
+def capped_still_score(score: float, chance: float) -> float:
+    """A still video's track score: its measured ``score`` (in ``[0, 1]``) scaled onto ``[0, chance]`` (v20).
+
+    Never above chance, and monotone in ``score``: of two still videos the one whose world responds where
+    its reference's does keeps its lead (``min(score, chance)``, versions 5-19, tied every still video
+    scoring above chance)."""
+    return float(chance) * float(np.clip(score, 0.0, 1.0))
 
 
 def _stillness(details: dict[str, Any]) -> str | None:

@@ -50,3 +50,18 @@ def test_a_still_copy_of_a_moving_clip_without_actions_scores_zero(tmp_path):
     frozen = track.evaluate(still, case, EvalContext(work_dir=Path(tmp_path) / "b", reference_loader=lambda: ref))
     assert clip.score > 0.9
     assert frozen.score == 0.0 and "stands still" in frozen.coverage["capped_at_chance"]["reason"]
+
+
+def test_two_still_videos_keep_the_order_of_what_was_measured_on_them():
+    """Version 20: a still video's score is scaled onto [0, chance], not clipped to it. On
+    bench/suites/interaction_tune's Freeway case at crf 23, ``action_ignored`` 0.67 and 1.0 freeze the one chunk
+    whose action asks for motion; at 0.67 the world still moves in a no-op chunk (world_response 0.333 against
+    0.167), measured 0.317 and 0.250, and version 19's min(score, chance) scored both 0.222."""
+    from tracks.interaction.track import capped_still_score
+
+    chance = 2 / 9
+    weaker, stronger = capped_still_score(0.317, chance), capped_still_score(0.250, chance)
+    assert chance >= weaker > stronger > 0.0
+    assert capped_still_score(1.0, chance) == pytest.approx(chance) and capped_still_score(0.0, chance) == 0.0
+    # a still video measured below chance is not lifted to it either
+    assert capped_still_score(0.1, chance) < 0.1
