@@ -25,6 +25,7 @@ __all__ = [
     "CORE_OPTIONS",
     "OptionError",
     "OptionSpec",
+    "as_bool",
     "check_options",
     "declared_options",
     "model_options",
@@ -34,6 +35,14 @@ __all__ = [
 TYPES = ("int", "float", "bool", "str", "path", "list")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+
+
+def as_bool(value: Any) -> bool:
+    """A ``bool`` option's value as given (``--option`` passes text: ``1/true/yes/on`` are true, any other text
+    false; a YAML default or a Python caller passes a bool)."""
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE
+    return bool(value)
 
 
 class OptionError(ValueError):

@@ -135,3 +135,13 @@ def test_ls_options_lists_every_declared_key_with_type_default_and_help(capsys):
         assert key in out
     assert "physics.judge_samples" in out and "int" in out and "judge samples per rule question" in out
     assert "model.steps" in out  # every registered model's keys
+
+
+def test_a_bool_option_reads_the_text_the_command_line_passes():
+    """``--option`` values arrive as text: ``longvideo.aesthetic_parts=false`` must turn the parts off (a bare
+    ``bool("false")`` is true), and a YAML default arrives as a bool."""
+    from worldolympiad.options import as_bool
+
+    assert [as_bool(v) for v in ("1", "true", " Yes ", "ON")] == [True] * 4
+    assert [as_bool(v) for v in ("0", "false", "off", "no", "")] == [False] * 5
+    assert as_bool(True) is True and as_bool(False) is False

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tracks.geometry import FAILURE_FLOOR
+from worldolympiad.options import as_bool
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, MetricValue, Video
@@ -32,12 +33,6 @@ _SPLAT_METRICS = ("heldout_psnr", "heldout_ssim", "heldout_lpips")
 def track_spec() -> TrackSpec:
     """The geometry track's declared metrics, weights and option defaults (``track.yaml``)."""
     return load_track_spec(SPEC_PATH)
-
-
-def _truthy(v: Any) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes", "on")
-    return bool(v)
 
 
 class GeometryTrack(Track):
@@ -67,14 +62,14 @@ class GeometryTrack(Track):
         from tracks.geometry.sfm import motion_masks, recover_cameras
 
         masks = None
-        if _truthy(self._opt(ctx, "mask_dynamic")):
+        if as_bool(self._opt(ctx, "mask_dynamic")):
             with ctx.timed(f"{prefix}motion_masks"):
                 masks = motion_masks(frames)
         with ctx.timed(f"{prefix}sfm"):
             rec = recover_cameras(frames, idx, work, K=K, masks=masks, method=str(self._opt(ctx, "sfm_method")),
                                   exhaustive_max=int(self._opt(ctx, "exhaustive_max")),
                                   vocab_tree=self._opt(ctx, "vocab_tree"),
-                                  cross_check=_truthy(self._opt(ctx, "sfm_cross_check")), seed=ctx.seed)
+                                  cross_check=as_bool(self._opt(ctx, "sfm_cross_check")), seed=ctx.seed)
         return rec, masks
 
     @staticmethod
@@ -274,7 +269,7 @@ class GeometryTrack(Track):
         return SplatConfig(
             iterations=iters,
             holdout_every=int(self._opt(ctx, "holdout_every")),
-            densify=iters >= 200 if str(densify) == "auto" else _truthy(densify),
+            densify=iters >= 200 if str(densify) == "auto" else as_bool(densify),
             max_gaussians=int(self._opt(ctx, "max_gaussians")),
             seed=ctx.seed,
         )

@@ -91,6 +91,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,16 @@ class ChunkView:
         return cls(rgb=rgb, gray=to_gray(rgb, max_side), flow_gray=grid, dynamic_evidence=int(dynamic_evidence),
                    clarity_gray=sharp)
 
+    @cached_property
+    def aesthetic_frames(self) -> list[tuple[float, float, float, float]]:
+        """Per frame ``(colourfulness, colour spread, colour cast, RMS contrast)``, computed once for the aesthetic
+        proxy and its parts (:func:`aesthetic_proxy`, :func:`aesthetic_parts`)."""
+        out = []
+        for f, g in zip(self.rgb, self.gray, strict=True):
+            spread, cast = _opponent_stats(f)
+            out.append((float(spread + 0.3 * cast), float(spread), float(cast), float(g.std())))
+        return out
+
 
 def clarity(view: ChunkView) -> float:
     """Mean variance of the Laplacian (higher = sharper) of the view's clarity grid (``view.clarity_gray``; of
@@ -204,18 +215,24 @@ def dynamic_degree(view: ChunkView, flow: FlowEstimator | None = None) -> float:
     return float(np.mean(vals))
 
 
-def colourfulness(rgb: np.ndarray) -> float:
-    """Hasler & Suesstrunk (2003) colourfulness of one ``uint8 [H, W, 3]`` frame."""
+def _opponent_stats(rgb: np.ndarray) -> tuple[np.floating, np.floating]:
+    """Hasler & Suesstrunk's opponent channels of one ``uint8 [H, W, 3]`` frame: (spread, cast) =
+    (hypot(std rg, std yb), hypot(mean rg, mean yb))."""
     x = rgb.astype(np.float32)
     rg = x[..., 0] - x[..., 1]
     yb = 0.5 * (x[..., 0] + x[..., 1]) - x[..., 2]
-    return float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
+    return np.hypot(rg.std(), yb.std()), np.hypot(rg.mean(), yb.mean())
+
+
+def colourfulness(rgb: np.ndarray) -> float:
+    """Hasler & Suesstrunk (2003) colourfulness of one ``uint8 [H, W, 3]`` frame: spread + 0.3 cast."""
+    spread, cast = _opponent_stats(rgb)
+    return float(spread + 0.3 * cast)
 
 
 def aesthetic_proxy(view: ChunkView) -> float:
     """Colourfulness and contrast (both raise rated aesthetics in photo-quality studies)."""
-    vals = [0.5 * colourfulness(f) / 100.0 + 0.5 * float(g.std()) / 128.0 for f, g in zip(view.rgb, view.gray, strict=True)]
-    return float(np.mean(vals))
+    return float(np.mean([0.5 * c / 100.0 + 0.5 * k / 128.0 for c, _, _, k in view.aesthetic_frames]))
 
 
 def aesthetic_parts(view: ChunkView) -> dict[str, float]:
@@ -224,14 +241,7 @@ def aesthetic_parts(view: ChunkView) -> dict[str, float]:
     ``colour_cast`` (their mean, hypot(mean rg, mean yb): how far the picture as a whole leans to one hue) and
     ``contrast`` (RMS contrast of the grey frame). :func:`aesthetic_proxy` is ``0.5 (spread + 0.3 cast) / 100 +
     0.5 contrast / 128``."""
-    spread, cast, contrast = [], [], []
-    for f, g in zip(view.rgb, view.gray, strict=True):
-        x = f.astype(np.float32)
-        rg = x[..., 0] - x[..., 1]
-        yb = 0.5 * (x[..., 0] + x[..., 1]) - x[..., 2]
-        spread.append(float(np.hypot(rg.std(), yb.std())))
-        cast.append(float(np.hypot(rg.mean(), yb.mean())))
-        contrast.append(float(g.std()))
+    _, spread, cast, contrast = zip(*view.aesthetic_frames, strict=True)
     return {"colour_spread": float(np.mean(spread)), "colour_cast": float(np.mean(cast)),
             "contrast": float(np.mean(contrast))}
 

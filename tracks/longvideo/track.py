@@ -15,6 +15,7 @@ from tracks.longvideo.dynamics import motion_gate
 from tracks.longvideo.learned import any_weights_given, build_learned_signals
 from tracks.longvideo.signals import CLARITY_SIDE, DYNAMIC_EVIDENCE, DYNAMIC_SIDE, SIGNALS
 from tracks.longvideo.vde import DEFAULT_NUM_CHUNKS
+from worldolympiad.options import as_bool
 from worldolympiad.track import EvalContext, Track, TrackOutput, mean_normalized
 from worldolympiad.trackspec import TrackSpec, load_track_spec
 from worldolympiad.types import Case, MetricValue, Video
@@ -26,12 +27,6 @@ SPEC_PATH = Path(__file__).with_name("track.yaml")
 
 def track_spec() -> TrackSpec:
     return load_track_spec(SPEC_PATH)
-
-
-def _truthy(v: object) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() in ("1", "true", "yes", "on")
-    return bool(v)
 
 
 class LongVideoTrack(Track):
@@ -93,7 +88,7 @@ class LongVideoTrack(Track):
                                    dynamic_side=int(ctx.option("longvideo.dynamic_side", DYNAMIC_SIDE)),
                                    dynamic_evidence=int(ctx.option("longvideo.dynamic_evidence", DYNAMIC_EVIDENCE)),
                                    clarity_side=int(ctx.option("longvideo.clarity_side", CLARITY_SIDE)),
-                                   aesthetic_by_parts=_truthy(ctx.option("longvideo.aesthetic_parts", True)))
+                                   aesthetic_by_parts=as_bool(ctx.option("longvideo.aesthetic_parts", True)))
         metrics: list[MetricValue] = []
         for s in signals:
             ms = spec[f"vde_{s}"]
