@@ -13,7 +13,9 @@ What it does, in order (every step resumes: files that exist are kept, the evalu
 4. **Scoring through the public CLI** — ``evaluate-model --model videos:DIR --suite SUITE.json`` (its
    ``main``, in-process) per encoding and track (one run each, so a track whose version changes is rescored alone), with the case files as rendered (``reference`` condition) and, for
    physics, with ``reference`` stripped from them, and the generator that could render one, and the simulator's
-   ground truth (``no_reference`` condition: users rarely have any of these).
+   ground truth (``no_reference`` condition: users rarely have any of these); and for physics cases that declare
+   rules, with those rules removed and the reference kept (``no_rules``: the rules must then be found).
+   ``--conditions`` picks among them.
 5. **Statistics** (:func:`statistics`) per condition, encoding, track and metric: pair accuracy (clean >
    every defect, weaker defect > stronger; ties count half; a defect video that is the clean video again —
    under :data:`NOOP_SHARE` of the defect's object changed, or for a defect that only replays the clip's frames
@@ -74,8 +76,12 @@ DEFECTS: dict[str, tuple[tuple[str, tuple[float, float, float]], ...]] = {
 QUICK_DEFECTS: dict[str, tuple[tuple[str, tuple[float, float, float]], ...]] = {t: d[:1] for t, d in DEFECTS.items()}
 #: encoding name -> (crf, scale), None = the lossless render itself
 ENCODINGS: dict[str, tuple[int, float] | None] = {"lossless": None, "crf23": (23, 1.0), "crf35_s0.75": (35, 0.75)}
-CONDITIONS: tuple[str, ...] = ("reference", "no_reference")
+CONDITIONS: tuple[str, ...] = ("reference", "no_reference", "no_rules")
 NO_REFERENCE_TRACKS: tuple[str, ...] = ("physics",)
+#: the ``no_rules`` condition: the reference kept, the case's declared ``physics.rules`` removed (a user with a reference
+#: video who names no rules: the rules then come from a judge or, without one, from the checks run on the reference,
+#: ``tracks/physics/track.py: AUTO_RULES``). Only cases that declare rules are in it (the rest are the ``reference`` rows).
+NO_RULES_TRACKS: tuple[str, ...] = ("physics",)
 BASELINE_MODELS: tuple[str, ...] = ("reference", "repeat-first-frame", "inferix:reference-world-random")
 CLEAN = "clean"
 #: the evaluator runs this process scored: condition, encoding, run directory, its git hash and track versions
@@ -432,26 +438,41 @@ def prepare(out: Path, cases: Sequence[Any], tracks: Sequence[str], defects: dic
 TRACK_ORDER: tuple[str, ...] = ("longvideo", "interaction", "physics", "geometry")
 
 
-def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence[str]) -> dict[tuple[str, str], Path]:
+def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence[str],
+                 conditions: Sequence[str] = CONDITIONS) -> dict[tuple[str, str], Path]:
     """One suite per condition and track (``OUT/render/validity_<condition>_<track>_<content hash>.json``): the clean videos
     of the cases that list the track and the track's defect videos. The ``no_reference`` suites (physics) point
     at copies of the case files with ``reference`` stripped, in ``render/cases_noref/`` so relative paths
-    still resolve. One evaluator run per suite and encoding: a track whose version changes is rescored alone.
+    still resolve; the ``no_rules`` suites (physics) at copies with the declared ``physics.rules`` removed and the
+    reference kept, in ``render/cases_norules/``, of the cases that declared rules. One evaluator run per suite and
+    encoding: a track whose version changes is rescored alone. ``conditions``: the conditions to write (all by default).
     """
     render_dir = out / "render"
     noref_dir = render_dir / "cases_noref"
     noref_dir.mkdir(parents=True, exist_ok=True)
+    norules_dir = render_dir / "cases_norules"
+    norules_dir.mkdir(parents=True, exist_ok=True)
     suites: dict[tuple[str, str], Path] = {}
-    for cond in CONDITIONS:
+    for cond in [c for c in CONDITIONS if c in conditions]:
         for track in tracks:
             if cond == "no_reference" and track not in NO_REFERENCE_TRACKS:
+                continue
+            if cond == "no_rules" and track not in NO_RULES_TRACKS:
                 continue
             items: list[str] = []
             for v in variants:
                 doc = json.loads((render_dir / "cases" / f"{v['id']}.json").read_text())
                 if track not in doc["tracks"] or (v["track"] is not None and v["track"] != track):
                     continue
-                if cond == "no_reference":
+                if cond == "no_rules":
+                    # what a user with a reference video who names no rules runs: the rules must be found
+                    if not (doc.get("physics") or {}).get("rules"):
+                        continue  # declares none: already a `reference` row
+                    doc["tracks"] = [track]
+                    doc["physics"] = dict(doc["physics"], rules=[])
+                    (norules_dir / f"{v['id']}.json").write_text(json.dumps(doc, indent=1))
+                    items.append(f"cases_norules/{v['id']}.json")
+                elif cond == "no_reference":
                     # what a user's case holds: no reference video and nothing to render one from (the evaluator
                     # renders a reference from metadata.generator when the file is missing), no simulator truth
                     doc["tracks"] = [track]
@@ -881,6 +902,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="measure a TUNING-split suite instead (a folder of scenarios/suites or bench/suites, or its "
                          "name, e.g. physics_tune): the loop to tune a track on; its report is marked as such and is "
                          "never an acceptance figure")
+    ap.add_argument("--conditions", default=",".join(CONDITIONS),
+                    help="what the case files keep: `reference` (as rendered), `no_reference` (physics: no reference, "
+                         "no simulator truth), `no_rules` (physics: the reference kept, the declared rules removed)")
     ap.add_argument("--record", default=None, help="also copy the report to bench/records/NAME.{json,md,png}")
     ap.add_argument("--baselines", action="store_true", help="the baseline-order mode instead (acceptance 3)")
     ap.add_argument("--baseline-suites", nargs="+", default=["smoke:0,1,2", "standard:0"], metavar="SUITE:SEEDS[:K]",
@@ -914,7 +938,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite_dir = tuning_suite_dir(args.tuning_suite) if args.tuning_suite else None
     cases = heldout_cases(args.quick, [c for c in args.cases.split(",") if c], suite_dir)
     variants = prepare(out, cases, tracks, defects)
-    suites = write_suites(out, variants, tracks)
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    unknown = sorted(set(conditions) - set(CONDITIONS))
+    if unknown:
+        raise SystemExit(f"--conditions: unknown {', '.join(unknown)}; known: {', '.join(CONDITIONS)}")
+    suites = write_suites(out, variants, tracks, conditions)
     dirs = encode_all(out, variants)
     print(f"{len(cases)} {'TUNING-split' if suite_dir is not None else 'held-out'} cases, {len(variants)} videos x {len(dirs)} encodings; scoring", flush=True)
     records = score(out, suites, dirs, variants)

@@ -214,7 +214,8 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     cases = validity.heldout_cases(True, ["hq-shape-hexagon"])
     variants = validity.prepare(out, cases, ["physics", "longvideo"], validity.QUICK_DEFECTS)
     suites = validity.write_suites(out, variants, ["physics", "longvideo"])
-    assert set(suites) == {("reference", "physics"), ("reference", "longvideo"), ("no_reference", "physics")}
+    assert set(suites) == {("reference", "physics"), ("reference", "longvideo"), ("no_reference", "physics"),
+                           ("no_rules", "physics")}
     noref = json.loads(suites[("no_reference", "physics")].read_text())["cases"]
     assert len(noref) == 4  # the clean video and three teleport strengths; no long-video defect
     for rel in noref:
@@ -237,6 +238,30 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     again = validity.write_suites(out, variants, ["physics", "longvideo"])
     assert again[("reference", "physics")] != suites[("reference", "physics")]
     assert again[("reference", "longvideo")] != suites[("reference", "longvideo")]
+
+
+def test_no_rules_suite_keeps_the_reference_and_removes_the_declared_rules(validity, tmp_path):
+    """A user with a reference video who names no rules: the physics track must find the rules itself (from a judge,
+    or from the checks run on the reference). Cases that declare no rules are not repeated (they are `reference` rows)."""
+    validity.register_heldout()
+    out = tmp_path / "v"
+    cases = validity.heldout_cases(True, ["hq-shape-hexagon"])
+    assert cases[0].physics.rules  # the flat shape declares its rules
+    variants = validity.prepare(out, cases, ["physics"], validity.QUICK_DEFECTS)
+    suites = validity.write_suites(out, variants, ["physics"], ["reference", "no_rules"])
+    assert set(suites) == {("reference", "physics"), ("no_rules", "physics")}
+    norules = json.loads(suites[("no_rules", "physics")].read_text())["cases"]
+    assert len(norules) == 4 and all(rel.startswith("cases_norules/") for rel in norules)
+    for rel in norules:
+        doc = json.loads((suites[("no_rules", "physics")].parent / rel).read_text())
+        assert doc["physics"]["rules"] == [] and doc["reference"].endswith("hq-shape-hexagon.mp4")
+        assert doc["physics"]["objects"]  # what the case says about its objects stays
+    # a case declaring no rules has no no_rules suite
+    doc = json.loads((out / "render" / "cases" / "hq-shape-hexagon.json").read_text())
+    doc["physics"]["rules"] = []
+    for v in variants:
+        (out / "render" / "cases" / f"{v['id']}.json").write_text(json.dumps(doc))
+    assert ("no_rules", "physics") not in validity.write_suites(out, variants, ["physics"], ["no_rules"])
 
 
 def test_a_report_from_a_copy_without_git_says_its_commit_is_unknown(validity, monkeypatch, tmp_path):
