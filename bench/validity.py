@@ -12,7 +12,7 @@ What it does, in order (every step resumes: files that exist are kept, the evalu
    H.264 yuv420p crf 23, and yuv420p crf 35 after a 0.75x resize.
 4. **Scoring through the public CLI** — ``evaluate-model --model videos:DIR --suite SUITE.json`` (its
    ``main``, in-process) per encoding and track (one run each, so a track whose version changes is rescored alone), with the case files as rendered (``reference`` condition) and, for
-   physics, with ``reference`` stripped from them, and the generator that could render one, and the simulator's
+   physics, interaction and long video (since session 58), with ``reference`` stripped from them, and the generator that could render one, and the simulator's
    ground truth (``no_reference`` condition: users rarely have any of these); and for physics cases that declare
    rules, with those rules removed and the reference kept (``no_rules``: the rules must then be found).
    ``--conditions`` picks among them.
@@ -77,7 +77,8 @@ QUICK_DEFECTS: dict[str, tuple[tuple[str, tuple[float, float, float]], ...]] = {
 #: encoding name -> (crf, scale), None = the lossless render itself
 ENCODINGS: dict[str, tuple[int, float] | None] = {"lossless": None, "crf23": (23, 1.0), "crf35_s0.75": (35, 0.75)}
 CONDITIONS: tuple[str, ...] = ("reference", "no_reference", "no_rules")
-NO_REFERENCE_TRACKS: tuple[str, ...] = ("physics",)
+#: tracks scored also in the ``no_reference`` condition (geometry reads the case camera, never the reference video)
+NO_REFERENCE_TRACKS: tuple[str, ...] = ("physics", "interaction", "longvideo")
 #: the ``no_rules`` condition: the reference kept, the case's declared ``physics.rules`` removed (a user with a reference
 #: video who names no rules: the rules then come from a judge or, without one, from the checks run on the reference,
 #: ``tracks/physics/track.py: AUTO_RULES``). Only cases that declare rules are in it (the rest are the ``reference`` rows).
@@ -483,8 +484,11 @@ def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence
                     doc["metadata"] = meta
                     if doc.get("physics"):
                         doc["physics"] = dict(doc["physics"], ground_truth=None)
-                    (noref_dir / f"{v['id']}.json").write_text(json.dumps(doc, indent=1))
-                    items.append(f"cases_noref/{v['id']}.json")
+                    # one file per track (a clean video is in every track's suite, each file naming its track);
+                    # physics keeps the name it had before other tracks joined, so earlier out folders resume
+                    name = f"{v['id']}.json" if track == "physics" else f"{v['id']}.{track}.json"
+                    (noref_dir / name).write_text(json.dumps(doc, indent=1))
+                    items.append(f"cases_noref/{name}")
                 else:
                     items.append(f"cases/{v['id']}.json")
             if not items:

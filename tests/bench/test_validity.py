@@ -215,7 +215,7 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
     variants = validity.prepare(out, cases, ["physics", "longvideo"], validity.QUICK_DEFECTS)
     suites = validity.write_suites(out, variants, ["physics", "longvideo"])
     assert set(suites) == {("reference", "physics"), ("reference", "longvideo"), ("no_reference", "physics"),
-                           ("no_rules", "physics")}
+                           ("no_reference", "longvideo"), ("no_rules", "physics")}
     noref = json.loads(suites[("no_reference", "physics")].read_text())["cases"]
     assert len(noref) == 4  # the clean video and three teleport strengths; no long-video defect
     for rel in noref:
@@ -227,6 +227,11 @@ def test_no_reference_suite_strips_the_reference_of_physics_cases_only(validity,
 
         assert "generator" not in doc["metadata"] and doc["physics"]["ground_truth"] is None
         assert ReferenceStore(tmp_path / "cache").load(Case.load(suites[("no_reference", "physics")].parent / rel)) is None
+    # the clean video is in both tracks' no-reference suites, each case file naming its own track
+    for track in ("physics", "longvideo"):
+        suite = suites[("no_reference", track)]
+        docs = [json.loads((suite.parent / rel).read_text()) for rel in json.loads(suite.read_text())["cases"]]
+        assert all(d["tracks"] == [track] for d in docs), track
     ref_doc = json.loads((out / "render" / "cases" / "hq-shape-hexagon.json").read_text())
     assert ref_doc["reference"].endswith("hq-shape-hexagon.mp4")
     # the long-video suite holds the clean video and its own defects only
