@@ -341,13 +341,36 @@ class PhysicsTrack(Track):
                         unasked.append(rid)
         # Without a judge, or where it failed a question, the reference's own checks say which of the
         # rules they can detect apply: a failed judge leaves exactly the evidence of a run without one.
+        # A rule is found when its phenomenon's check passes on the reference and none of its other checks
+        # fails there: a rule the reference itself breaks (an arm's parts read as a body that vanishes) is
+        # one these checks cannot judge on this case, and would score the reference's own likeness ~0.
         fallback = AUTO_RULES if judge is None else tuple(r for r in AUTO_RULES if r in unasked)
+        detection: dict[str, dict[str, str]] = {}
         if not declared and ref is not None and fallback:
+            ref_hints = scale_hints(hints, case, ref.frames.shape[1:3])
+            ref_cache: dict[tuple[str, str], Any] = {}
             with ctx.timed("checks"):
                 for rid in fallback:
                     rule = rules_all[rid]
-                    inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, objects=hints, noise=ref.seg.noise)
-                    if run_check(rule.checks[0], inp).status == "pass":
+                    inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, objects=ref_hints, noise=ref.seg.noise,
+                                     focal=case_focal(case, ref.frames.shape[1]),
+                                     camera_moves=case_camera_moves(case), case_rules=())
+                    found = detection.setdefault(rid, {})
+                    for i, cname in enumerate(rule.checks):
+                        key = (cname, rid if cname in ("phase_change", "mixing") else "")
+                        if key not in ref_cache:
+                            try:
+                                ref_cache[key] = run_check(cname, inp)
+                            except Exception as e:  # a broken check detects nothing
+                                logger.exception("check %s failed on the reference of case %s", cname, case.id)
+                                errors.append(f"check {cname} ({rid}) on the reference: {type(e).__name__}: {e}")
+                                found[cname] = "failed"
+                                break
+                        found[cname] = ref_cache[key].status
+                        if (i == 0 and found[cname] != "pass") or found[cname] == "fail":
+                            break
+                    if all(st in ("pass", "not_applicable") for st in found.values()) and \
+                            found.get(rule.checks[0]) == "pass" and len(found) == len(rule.checks):
                         applicability[rid] = "checks"
 
         # ---- stage 2: evidence per applicable rule
@@ -381,6 +404,12 @@ class PhysicsTrack(Track):
         summary = summarize(verdicts)
         evidence_mode = "model-free checks + MLLM judge" if judge is not None else "model-free checks only (no judge configured)"
         no_rules = "no applicable rule (none declared, none detected)" if not verdicts else None
+        broken = {rid: [c for c, st in found.items() if st in ("fail", "failed")]
+                  for rid, found in detection.items() if found.get(rules_all[rid].checks[0]) == "pass"}
+        if not verdicts and any(broken.values()):
+            no_rules = ("no applicable rule: none declared, and the reference itself fails checks of the rules its "
+                        "motion shows (" + "; ".join(f"{rid}: {', '.join(cs)}" for rid, cs in broken.items() if cs)
+                        + "), so they cannot judge this case; declare the case's physics.rules or configure a judge")
         asked = [v.judge for v in verdicts if v.judge is not None] + [jp.JudgeVerdict(**_verdict_args(d))
                                                                         for d in stage1.values()]
         judge_failed = _judge_failure(asked) if judge is not None else None
@@ -408,6 +437,8 @@ class PhysicsTrack(Track):
             "evidence": evidence_mode,
             "applicable_rules": list(applicability),
             "applicability_source": applicability,
+            # the statuses of each detectable rule's checks on the reference (rules found without a judge)
+            "detection_on_reference": detection or None,
             "judged_rules": summary["judged"],
             "rule_coverage": summary["coverage"],
             "decided_by": summary["decided_by"],

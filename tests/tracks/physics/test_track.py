@@ -60,6 +60,26 @@ def test_rules_detected_from_reference_when_case_declares_none(ball, tmp_path):
     assert bad.score < 0.6
 
 
+def test_a_rule_the_reference_itself_breaks_is_not_detected(ball, tmp_path):
+    """Rules are found on the reference only where all of their checks hold there (session 58). With the first check
+    alone, a reference whose ball vanishes half-way had gravity and impact detected, and scored its own video ~0 on
+    the permanence check: held-out, a robot's pick (no declared rules) had `impact` found on the arm this way."""
+    ref = S.perturb(ball, "vanish", 0.5)
+    case = _case(ball, rules=(), objects=False)
+    out = _run(ref, ref, case, tmp_path)
+    assert out.coverage["applicability_source"] == {}
+    assert out.score is None
+    det = out.coverage["detection_on_reference"]
+    assert det["gravity"]["gravity"] == "pass" and det["gravity"]["permanence"] == "fail"
+    reason = next(m for m in out.metrics if m.name == "rule_pass_rate").reason
+    assert "gravity: permanence" in reason and "physics.rules" in reason
+    # the clean reference still has both rules found, every check of theirs passing on it
+    clean = _run(ball, ball, case, tmp_path)
+    assert set(clean.coverage["applicability_source"]) == {"gravity", "impact"}
+    assert all(st in ("pass", "not_applicable") for f in clean.coverage["detection_on_reference"].values()
+               if f.get("gravity", f.get("impact")) == "pass" for st in f.values())
+
+
 def test_case_without_physics_or_reference_is_not_applicable():
     case = Case(id="x", scenario="gaming", fps=10, num_frames=4, resolution=(8, 8), tracks=("physics",))
     assert "physics" in (PhysicsTrack().applicability(case) or "")
