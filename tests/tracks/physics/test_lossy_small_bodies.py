@@ -78,7 +78,9 @@ def test_a_frozen_apex_is_not_a_hover_but_a_ball_stopped_in_mid_air_is():
 
 def test_a_slow_apex_is_no_rebound_off_the_ceiling_but_a_mirrored_bounce_is():
     y = np.array(POSTER_Y) / 108
-    assert bounces(y, 30.0, direction=-1)  # v7's test: a sharp turn for the noise
+    # v7-v19: bounces() found a sharp turn there (the noise) and the impact check's speed test dropped it; from
+    # v20 the turn's velocity jump is compared with gravity over the steps it spans and it is no turn at all
+    assert bounces(y, 30.0, direction=-1) == []
     cen = np.stack([np.linspace(55, 171, 45), np.array(POSTER_Y)], axis=1)
     res = run_check("impact", _inp([_track("charcoal_ball", cen, np.full(45, 57.0), 108, 192)], 108, 192, 30.0, "impact"))
     assert res.measured["ceiling_bounces"] == 0 and res.status == "pass", res

@@ -73,7 +73,11 @@ def bounces(y: np.ndarray, fps: float, max_plateau: int = 2, direction: int = 1,
         # A real contact: a clear drop before, a clear rise after, and an abrupt velocity reversal.
         drop = y[t] - _nanmin(y[max(0, t - 3) : t])
         rise = y[u] - _nanmin(y[u + 1 : u + 4])
-        sharp = v[t - 1] - v[u] > 3 * typical
+        # An up-then-down turn is what gravity does by itself at an apex: across a plateau of p frames it
+        # changes the velocity by p + 1 frames' worth, so only a turn sharper than that is a rebound off
+        # something above (physics v20). A down-then-up turn is never gravity's doing.
+        steps = u - t + 1 if direction < 0 else 1
+        sharp = v[t - 1] - v[u] > 3 * typical * steps
         if min_speed_share > 0:
             into, out_of = v[max(0, t - 2) : t], v[u : u + 2]
             sharp = sharp and bool(np.nanmean(np.abs(into)) >= min_speed_share * fast

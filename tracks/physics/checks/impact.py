@@ -34,7 +34,7 @@ from tracks.physics.checks._kinematics import (
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "7"
+VERSION = "8"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
