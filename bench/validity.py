@@ -442,8 +442,9 @@ TRACK_ORDER: tuple[str, ...] = ("longvideo", "interaction", "physics", "geometry
 def write_suites(out: Path, variants: Sequence[dict[str, Any]], tracks: Sequence[str],
                  conditions: Sequence[str] = CONDITIONS) -> dict[tuple[str, str], Path]:
     """One suite per condition and track (``OUT/render/validity_<condition>_<track>_<content hash>.json``): the clean videos
-    of the cases that list the track and the track's defect videos. The ``no_reference`` suites (physics) point
-    at copies of the case files with ``reference`` stripped, in ``render/cases_noref/`` so relative paths
+    of the cases that list the track and the track's defect videos. The ``no_reference`` suites
+    (:data:`NO_REFERENCE_TRACKS`) point at copies of the case files with ``reference`` stripped, one per track, in
+    ``render/cases_noref/`` so relative paths
     still resolve; the ``no_rules`` suites (physics) at copies with the declared ``physics.rules`` removed and the
     reference kept, in ``render/cases_norules/``, of the cases that declared rules. One evaluator run per suite and
     encoding: a track whose version changes is rescored alone. ``conditions``: the conditions to write (all by default).
@@ -907,8 +908,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "name, e.g. physics_tune): the loop to tune a track on; its report is marked as such and is "
                          "never an acceptance figure")
     ap.add_argument("--conditions", default=",".join(CONDITIONS),
-                    help="what the case files keep: `reference` (as rendered), `no_reference` (physics: no reference, "
-                         "no simulator truth), `no_rules` (physics: the reference kept, the declared rules removed)")
+                    help="what the case files keep: `reference` (as rendered), `no_reference` (physics, interaction, "
+                         "long video: no reference, no simulator truth), `no_rules` (physics: the reference kept, the "
+                         "declared rules removed)")
     ap.add_argument("--record", default=None, help="also copy the report to bench/records/NAME.{json,md,png}")
     ap.add_argument("--baselines", action="store_true", help="the baseline-order mode instead (acceptance 3)")
     ap.add_argument("--baseline-suites", nargs="+", default=["smoke:0,1,2", "standard:0"], metavar="SUITE:SEEDS[:K]",
