@@ -309,14 +309,28 @@ class PhysicsTrack(Track):
         if unknown:
             errors.append(f"unknown rule ids in case physics.rules ignored: {unknown}")
 
-        gen_hints = scale_hints(hints, case, frames.shape[1:3])
-
-        def check_input(rule: str) -> CheckInput:
+        def check_input(rule: str, src: Any) -> CheckInput:
             # The checks judge the video alone (tracks/physics/checks/__init__.py); the reference
-            # only lends object colours and, below, the separate trajectory agreement.
-            return CheckInput(gen.tracks, gen.frames, gen.fps, rule, objects=gen_hints, noise=gen.seg.noise,
-                              focal=case_focal(case, frames.shape[1]), camera_moves=case_camera_moves(case),
+            # only lends object colours, says which rules apply when nothing else does (stage 1) and,
+            # below, feeds the separate trajectory agreement.
+            return CheckInput(src.tracks, src.frames, src.fps, rule, objects=scale_hints(hints, case, src.frames.shape[1:3]),
+                              noise=src.seg.noise, focal=case_focal(case, src.frames.shape[1]),
+                              camera_moves=case_camera_moves(case),
                               case_rules=tuple(case.physics.rules) if case.physics else ())
+
+        def cached_check(cache: dict[tuple[str, str], Any], cname: str, rule: str, src: Any, where: str = "") -> Any:
+            """``cname``'s result on ``src`` (the video, or the reference: ``where``), run once per case (a
+            phase or mixing check per rule); ``None`` when it raised (logged in ``errors``: one broken check
+            must not sink the case)."""
+            key = (cname, rule if cname in ("phase_change", "mixing") else "")
+            if key not in cache:
+                try:
+                    cache[key] = run_check(cname, check_input(rule, src))
+                except Exception as e:
+                    logger.exception("check %s failed on %scase %s", cname, f"{where} of " if where else "", case.id)
+                    errors.append(f"check {cname} ({rule}){f' on {where}' if where else ''}: {type(e).__name__}: {e}")
+                    return None
+            return cache[key]
 
         # ---- stage 1: which rules apply
         applicability: dict[str, str] = {}
@@ -347,30 +361,16 @@ class PhysicsTrack(Track):
         fallback = AUTO_RULES if judge is None else tuple(r for r in AUTO_RULES if r in unasked)
         detection: dict[str, dict[str, str]] = {}
         if not declared and ref is not None and fallback:
-            ref_hints = scale_hints(hints, case, ref.frames.shape[1:3])
             ref_cache: dict[tuple[str, str], Any] = {}
             with ctx.timed("checks"):
                 for rid in fallback:
-                    rule = rules_all[rid]
-                    inp = CheckInput(ref.tracks, ref.frames, ref.fps, rid, objects=ref_hints, noise=ref.seg.noise,
-                                     focal=case_focal(case, ref.frames.shape[1]),
-                                     camera_moves=case_camera_moves(case), case_rules=())
                     found = detection.setdefault(rid, {})
-                    for i, cname in enumerate(rule.checks):
-                        key = (cname, rid if cname in ("phase_change", "mixing") else "")
-                        if key not in ref_cache:
-                            try:
-                                ref_cache[key] = run_check(cname, inp)
-                            except Exception as e:  # a broken check detects nothing
-                                logger.exception("check %s failed on the reference of case %s", cname, case.id)
-                                errors.append(f"check {cname} ({rid}) on the reference: {type(e).__name__}: {e}")
-                                found[cname] = "failed"
-                                break
-                        found[cname] = ref_cache[key].status
-                        if (i == 0 and found[cname] != "pass") or found[cname] == "fail":
+                    for i, cname in enumerate(rules_all[rid].checks):
+                        res = cached_check(ref_cache, cname, rid, ref, "the reference")
+                        found[cname] = "failed" if res is None else res.status  # a broken check finds nothing
+                        if found[cname] in ("fail", "failed") or (i == 0 and found[cname] != "pass"):
                             break
-                    if all(st in ("pass", "not_applicable") for st in found.values()) and \
-                            found.get(rule.checks[0]) == "pass" and len(found) == len(rule.checks):
+                    else:  # its own check passed and none of the others failed
                         applicability[rid] = "checks"
 
         # ---- stage 2: evidence per applicable rule
@@ -382,15 +382,9 @@ class PhysicsTrack(Track):
             v = RuleVerdict(rule, source)
             with ctx.timed("checks"):
                 for cname in rule.checks:
-                    key = (cname, rid if cname in ("phase_change", "mixing") else "")
-                    if key not in cache:
-                        try:
-                            cache[key] = run_check(cname, check_input(rid))
-                        except Exception as e:  # one broken check must not sink the case
-                            logger.exception("check %s failed on case %s", cname, case.id)
-                            errors.append(f"check {cname} ({rid}): {type(e).__name__}: {e}")
-                            continue
-                    v.checks.append(cache[key])
+                    res = cached_check(cache, cname, rid, gen)
+                    if res is not None:
+                        v.checks.append(res)
             if judge is not None:
                 with ctx.timed("judge"):
                     if gen_marks is None:
