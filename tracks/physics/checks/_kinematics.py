@@ -113,10 +113,15 @@ def _trend_residual(v: np.ndarray) -> np.ndarray:
     vv = v.reshape(len(v), -1)
     acc = np.full_like(vv, np.nan)
     acc[1:] = vv[1:] - vv[:-1]
+    seen = np.isfinite(acc).all(axis=1)
+    # A step with no seen step around it (a short stretch of path between gaps: a body back in view
+    # past the frame's edge) is compared with the path's median change: taken against no change, a
+    # smooth apex's gravity step there read as a contact.
+    overall = np.median(acc[seen], axis=0) if seen.any() else np.zeros(vv.shape[1])
     out = np.full_like(vv, np.nan)
     for t in range(1, len(vv)):
         ctx = [acc[k] for k in (t - 3, t - 2, t + 2, t + 3) if 1 <= k < len(vv) and np.all(np.isfinite(acc[k]))]
-        trend = np.median(np.stack(ctx), axis=0) if ctx else np.zeros(vv.shape[1])
+        trend = np.median(np.stack(ctx), axis=0) if ctx else overall
         out[t] = acc[t] - trend
     return out.reshape(v.shape)
 

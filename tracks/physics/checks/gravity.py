@@ -37,7 +37,7 @@ from tracks.physics.checks import CheckInput, CheckResult, path_series, position
 from tracks.physics.checks._kinematics import Flight, flights, hover_frames, mean_accel, spontaneous_starts
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "8"
+VERSION = "9"
 NAME = "gravity"
 #: a fall must cover this much (frame heights) under its fitted acceleration to count as one.
 VISIBLE_FALL = 0.02

@@ -3,7 +3,9 @@
 At every bounce of the subject (a sharp turn of vertical motion from down to up) the rebound
 height is compared with the drop height: ``h_after / h_before = e²`` must not exceed 1 (energy
 cannot grow at a contact; 5 % slack for pixel noise). Sharp up-to-down turns are rebounds off
-nothing above (a mirrored, gravity-reversed fall).
+nothing above (a mirrored, gravity-reversed fall). A rise that stops and stays up
+(:func:`ceiling_stops`) stopped against nothing above (a mirrored landing): it is no collision,
+and it costs what a rebound off nothing costs (v9).
 
 Collisions that are not vertical rebounds — a landing that stops a fall, a ball knocked from
 rest, a hit from the side — are abrupt 2-D velocity changes of any named object
@@ -12,9 +14,9 @@ squared speed of the objects (a projected kinetic-energy proxy, equal masses) mu
 across a contact by more than :data:`KINETIC_SLACK` (projection and pixel noise).
 
 The rule applies, so a video without any bounce or collision fails it (a still video has
-no impact).
+no impact, nor has one whose only contacts are stops in mid-air).
 
-Score = exp(-max(0, gain - 1.05) / 0.3) · min(1, allowed / kinetic gain) · 0.3^(ceiling rebounds).
+Score = exp(-max(0, gain - 1.05) / 0.3) · min(1, allowed / kinetic gain) · 0.3^(ceiling rebounds + stops).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, object_names, path_series, series, subject
 from tracks.physics.checks._kinematics import (
+    MIN_FLIGHT_RANGE,
     REST_SPEED,
     bounce_frames,
     bounces,
@@ -34,7 +37,7 @@ from tracks.physics.checks._kinematics import (
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "8"
+VERSION = "9"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
@@ -43,6 +46,8 @@ NAME = "impact"
 #: a rebound off nothing above turns at speed: both sides' speed at least this share of the body's
 #: fast vertical speed (an apex turns slowly; pixel noise can make it look sharp).
 CEILING_SPEED = 0.4
+#: a rise that stops and stays up for at least this many frames has stopped for good (v9).
+STUCK_FRAMES = 8
 
 
 def height_ratios(y: np.ndarray, bounces: list[int]) -> list[float]:
@@ -92,8 +97,11 @@ def whole_centroids(tracks: list[ObjectTrack], name: str, T: int) -> np.ndarray:
     return cen
 
 
-def contact_events(tracks: list[ObjectTrack], names: list[str], T: int, H: int, fps: float) -> tuple[int, float]:
-    """(number of collision frames over the named objects, max kinetic gain across them)."""
+def contact_events(tracks: list[ObjectTrack], names: list[str], T: int, H: int, fps: float,
+                   stuck: list[int] | None = None) -> tuple[int, float]:
+    """(number of collision frames over the named objects, max kinetic gain across them). A contact
+    within two frames of a ``stuck`` frame (the subject's rise stopping for good in mid-air) is that
+    stop, which :func:`run` judges on its own, and is not counted."""
     cens = [whole_centroids(tracks, n, T) / H for n in names]
     speeds2 = [speed2d(c, fps)[1:] ** 2 for c in cens]
     # A fall that stops for good is a contact even where the centroid's noise hides the velocity
@@ -109,8 +117,29 @@ def contact_events(tracks: list[ObjectTrack], names: list[str], T: int, H: int, 
             hits.add(near[0] if near else t)
         lands.extend(land)
     frames = sorted(hits | {u for u in lands if all(abs(u - t) > 2 for t in hits)})
+    frames = [t for t in frames if all(abs(t - u) > 2 for u in stuck or ())]
     gains = [g for t in frames if (g := kinetic_gain(speeds2, t)) is not None]
     return len(frames), max(gains, default=0.0)
+
+
+def ceiling_stops(y: np.ndarray, fps: float) -> list[int]:
+    """Frames where the body's rise stops for good (``y`` in frame heights, down +): a landing of the
+    path turned upside down (:func:`landings`) after which the body never comes down again by a
+    flight's range (:data:`MIN_FLIGHT_RANGE`), rests there (median vertical speed under
+    :data:`REST_SPEED`) and is seen there for :data:`STUCK_FRAMES` frames. A slow apex looks like such a
+    stop over a few frames, and the fall that follows it tells them apart, however short (a small last
+    bounce's apex near the clip's end); a stop seen for fewer frames at the clip's end is too little
+    evidence (a still patch of floor taken for the body in its last frames)."""
+    out = []
+    for t in landings(-y, fps):
+        after = y[t:]
+        after = after[np.isfinite(after)]
+        if len(after) < STUCK_FRAMES or float(after.max() - after[0]) >= MIN_FLIGHT_RANGE:
+            continue
+        vy = np.diff(y[t:]) * fps
+        if float(np.median(np.abs(vy[np.isfinite(vy)]))) < REST_SPEED:
+            out.append(t)
+    return out
 
 
 def run(inp: CheckInput) -> CheckResult:
@@ -124,13 +153,17 @@ def run(inp: CheckInput) -> CheckResult:
     ratios = height_ratios(y, b)
     gain = max(ratios, default=0.0)
     up = len(bounces(y, inp.fps, direction=-1, min_speed_share=CEILING_SPEED))  # rebounds off nothing above
+    # A rise that stops for good: the body stays up against nothing above (a mirrored landing). It is
+    # no collision, and a video whose only contacts are such stops shows none.
+    stuck = ceiling_stops(y, inp.fps)
     named = object_names(inp.tracks, named=True) or [name]
-    hits, kgain = contact_events(inp.tracks, named, len(inp.frames), inp.height, inp.fps)
+    hits, kgain = contact_events(inp.tracks, named, len(inp.frames), inp.height, inp.fps, stuck)
     measured: dict = {"object": name, "bounces": len(b), "height_ratios": ratios, "max_gain": gain,
-                      "ceiling_bounces": up, "collisions": hits, "kinetic_gain": kgain}
+                      "ceiling_bounces": up, "ceiling_stops": len(stuck), "collisions": hits, "kinetic_gain": kgain}
     if not b and not up and not hits:
         # The rule applies (declared, judged or detected), so something should collide.
-        return CheckResult(NAME, "fail", 0.0, measured, f"no collision: {name!r} never bounces or hits anything")
+        why = f" (it stops {len(stuck)} time(s) in mid-air against nothing above)" if stuck else ""
+        return CheckResult(NAME, "fail", 0.0, measured, f"no collision: {name!r} never bounces or hits anything{why}")
     problems = []
     score = float(np.exp(-max(0.0, gain - ALLOWED_GAIN) / 0.3))
     if gain > ALLOWED_GAIN + 0.05:
@@ -145,4 +178,7 @@ def run(inp: CheckInput) -> CheckResult:
     if up:
         score *= 0.3**up
         problems.append(f"rebounds downward off nothing {up} time(s)")
+    if stuck:
+        score *= 0.3 ** len(stuck)
+        problems.append(f"stops rising in mid-air against nothing above {len(stuck)} time(s)")
     return CheckResult(NAME, "fail" if problems else "pass", float(np.clip(score, 0, 1)), measured, "; ".join(problems))
