@@ -137,7 +137,8 @@ def ceiling_stops(y: np.ndarray, fps: float) -> list[int]:
         if len(after) < STUCK_FRAMES or float(after.max() - after[0]) >= MIN_FLIGHT_RANGE:
             continue
         vy = np.diff(y[t:]) * fps
-        if float(np.median(np.abs(vy[np.isfinite(vy)]))) < REST_SPEED:
+        vy = vy[np.isfinite(vy)]
+        if len(vy) and float(np.median(np.abs(vy))) < REST_SPEED:
             out.append(t)
     return out
 
