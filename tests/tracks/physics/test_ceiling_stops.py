@@ -19,7 +19,7 @@ import numpy as np
 from tracks.physics.checks import CheckInput, run_check
 from tracks.physics.checks._kinematics import collisions, fill_single_gaps
 from tracks.physics.checks.impact import STUCK_FRAMES, ceiling_stops
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+from tracks.physics.synthetic import track_from_path
 
 # pt-projectile-15fps-far.gravity_reversed-1 (160 x 96, 15 fps): the thrown ball mirrored; it stops rising at
 # frame 9-10 and slides on at one height to the clip's end
@@ -59,11 +59,7 @@ def _cen(points: list) -> np.ndarray:
 
 def _impact(points: list, H: int, W: int, fps: float, area: float = 50.0):
     cen = _cen(points)
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(area / np.pi)
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    tr = ObjectTrack(1, "ball", cen, np.where(seen, area, np.nan), bbox, np.full((len(cen), 3), 100.0),
-                     [VISIBLE if s else ABSENT for s in seen], np.zeros(len(cen), bool), frame_size=(H, W))
+    tr = track_from_path(1, "ball", cen, area, (H, W))
     return run_check("impact", CheckInput([tr], np.zeros((len(cen), H, W, 3), np.uint8), fps, "impact"))
 
 
