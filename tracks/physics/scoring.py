@@ -4,7 +4,7 @@ Combination rule (per applicable rule):
 
 1. *Check verdict*: ``fail`` if any of the rule's model-free checks fails; ``pass`` if none
    fails and the rule's own (first-listed) check passes; none otherwise — the ride-along
-   checks (continuity, permanence, rigidity) can veto a rule but never pass it alone. Its
+   checks (continuity, permanence, rigidity, support) can veto a rule but never pass it alone. Its
    soft score is the **minimum** of the applicable checks' soft scores (the weakest piece of
    evidence), none when there is no check verdict.
 2. *Judge verdict*: the majority of ``k`` compliance samples (none without a judge, on a tie

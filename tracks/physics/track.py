@@ -322,7 +322,7 @@ class PhysicsTrack(Track):
             """``cname``'s result on ``src`` (the video, or the reference: ``where``), run once per case (a
             phase or mixing check per rule); ``None`` when it raised (logged in ``errors``: one broken check
             must not sink the case)."""
-            key = (cname, rule if cname in ("phase_change", "mixing") else "")
+            key = (cname, rule if cname in ("phase_change", "mixing", "support") else "")
             if key not in cache:
                 try:
                     cache[key] = run_check(cname, check_input(rule, src))

@@ -42,6 +42,7 @@ CHECKS: dict[str, str] = {
     "mixing": "tracks.physics.checks.mixing",
     "combustion": "tracks.physics.checks.combustion",
     "buoyancy": "tracks.physics.checks.buoyancy",
+    "support": "tracks.physics.checks.support",
 }
 
 
