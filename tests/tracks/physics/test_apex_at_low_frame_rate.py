@@ -16,7 +16,8 @@ import numpy as np
 
 from tracks.physics.checks import CheckInput, run_check
 from tracks.physics.checks._kinematics import bounces
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+from tracks.physics.synthetic import track_from_path
+from tracks.physics.tracking import ObjectTrack
 
 # pt-projectile-18fps-checker-plate, crf23 (160 x 96, 18 fps): the tracker's centroids of the green plate,
 # thrown up to its apex at frames 4-5 (55.6, 55.6: held a frame), landing at frame 11, sliding out of view
@@ -29,11 +30,7 @@ PLATE_AREA = [68, 61, 62, 74, 59, 60, 54, 75, 77, 92, 93, 90, 85, 104, 84, 94, 8
 
 
 def _track(cen: np.ndarray, area: np.ndarray, H: int, W: int) -> ObjectTrack:
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(np.nan_to_num(area, nan=1.0) / np.pi)[:, None]
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    return ObjectTrack(1, "green_plate", cen, np.where(seen, area, np.nan), bbox, np.full((len(cen), 3), 100.0),
-                       [VISIBLE if s else ABSENT for s in seen], np.zeros(len(cen), bool), frame_size=(H, W))
+    return track_from_path(1, "green_plate", cen, area, (H, W))
 
 
 def _plate(T: int = 36) -> tuple[np.ndarray, np.ndarray]:

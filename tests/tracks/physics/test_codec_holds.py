@@ -14,7 +14,8 @@ import numpy as np
 
 from tracks.physics.checks import CheckInput, run_check
 from tracks.physics.checks._kinematics import apex_steps, hover_frames, spontaneous_starts
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack
+from tracks.physics.synthetic import track_from_path
+from tracks.physics.tracking import ObjectTrack
 
 N = None
 # the tracker's centroid (pixels) of ct-annulus-noise-15fps's clean video, crf35_s0.75 (96 x 72)
@@ -32,11 +33,7 @@ def _path(x: list, y: list) -> np.ndarray:
 
 
 def _track(cen: np.ndarray, area: np.ndarray) -> ObjectTrack:
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(np.nan_to_num(area, nan=1.0) / np.pi)[:, None]
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    return ObjectTrack(1, "annulus", cen, np.where(seen, area, np.nan), bbox, np.full((len(cen), 3), 100.0),
-                       [VISIBLE if s else ABSENT for s in seen], np.zeros(len(cen), bool), frame_size=(H, W))
+    return track_from_path(1, "annulus", cen, area, (H, W))
 
 
 def _gravity(cen: np.ndarray, area: np.ndarray):

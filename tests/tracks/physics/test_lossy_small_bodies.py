@@ -15,7 +15,8 @@ import numpy as np
 from tracks.physics.checks import CheckInput, run_check
 from tracks.physics.checks._kinematics import bounces
 from tracks.physics.segmentation import Segmentation
-from tracks.physics.tracking import ABSENT, VISIBLE, ObjectTrack, track_objects
+from tracks.physics.synthetic import track_from_path
+from tracks.physics.tracking import ObjectTrack, track_objects
 
 NAN = float("nan")
 # pt-projectile-25fps-small-ball, crf35_s0.75 (144 x 108), frames 0-31, then out of view
@@ -38,11 +39,9 @@ POSTER_Y = [73.7, 71.4, 68.5, 67.0, 65.2, 64.6, 63.8, 63.7, 63.8, 65.1, 65.4, 68
 
 
 def _track(name: str, cen: np.ndarray, area: np.ndarray, H: int, W: int, touching: bool = False, tid: int = 1) -> ObjectTrack:
-    seen = np.isfinite(cen[:, 0])
-    r = np.sqrt(np.nan_to_num(area, nan=1.0) / np.pi)[:, None]
-    bbox = np.where(seen[:, None], np.concatenate([cen - r, cen + r], axis=1), np.nan)
-    return ObjectTrack(tid, name, cen, np.where(seen, area, np.nan), bbox, np.full((len(cen), 3), 100.0),
-                       [VISIBLE if s else ABSENT for s in seen], np.full(len(cen), touching), frame_size=(H, W))
+    tr = track_from_path(tid, name, cen, area, (H, W))
+    tr.touching[:] = touching
+    return tr
 
 
 def _inp(tracks: list[ObjectTrack], H: int, W: int, fps: float, rule: str, objects: list | None = None) -> CheckInput:

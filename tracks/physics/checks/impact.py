@@ -64,11 +64,6 @@ def height_ratios(y: np.ndarray, bounces: list[int]) -> list[float]:
     return out
 
 
-def at_rest_at_end(y: np.ndarray, fps: float, frames: int = 3) -> bool:
-    tail = y[~np.isnan(y)][-(frames + 1) :]
-    return len(tail) > frames and bool(np.all(np.abs(np.diff(tail)) * fps < REST_SPEED))
-
-
 #: a mask under this share of the object's typical area is partly hidden: its centroid is biased.
 WHOLE_AREA = 0.75
 #: a mask under this share of it is a fragment even where nothing touches it (the few pixels of a
