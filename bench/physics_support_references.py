@@ -6,7 +6,7 @@ as the physics track does and runs the check. Prints one line per video and rule
 *fails* it: a ride-along check only lowers a rule's score, so with every reference passing, the references' scores and
 the baseline order are what they were before the check existed.
 
-    OMP_NUM_THREADS=1 MUJOCO_GL=egl python bench/physics_support_references.py [SUITE ...]   # ~2 min
+    OMP_NUM_THREADS=1 MUJOCO_GL=egl python bench/physics_support_references.py [SUITE ...]   # ~40 s
 
 Tuning-split suites only: never point it at the held-out split (`scenarios/heldout/splits.py`).
 """
