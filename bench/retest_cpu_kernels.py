@@ -29,33 +29,38 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_dir(out: Path, model: str) -> Path | None:
-    slug = model.replace(":", "-").replace("/", "-")
-    found = sorted(out.glob(f"{slug}__*/results.jsonl"))
-    return found[0].parent if found else None
+def run_dir(out: Path, model: str, suite: str) -> Path | None:
+    """The run directory under ``out`` of ``model`` on ``suite`` (its ``run_spec.json``); the newest results win
+    where a track version changed and left an older one beside it."""
+    found = [p.parent for p in out.glob("*/run_spec.json")
+             if (spec := json.loads(p.read_text())).get("model") == model and spec.get("suite") == suite
+             and (p.parent / "results.jsonl").is_file()]
+    return max(found, key=lambda d: (d / "results.jsonl").stat().st_mtime, default=None)
+
+
+def _env(capability: str) -> dict[str, str]:
+    """The environment with ``ATEN_CPU_CAPABILITY`` set to ``capability`` (unset for ``native``)."""
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if capability != "native":
+        env["ATEN_CPU_CAPABILITY"] = capability
+    return env
 
 
 def generate(out: Path, capability: str, model: str, suite: str) -> Path:
-    env = dict(os.environ)
-    env.pop("ATEN_CPU_CAPABILITY", None)
-    if capability != "native":
-        env["ATEN_CPU_CAPABILITY"] = capability
+    env = _env(capability)
     cmd = [sys.executable, "-m", "worldolympiad.cli.evaluate", "--model", model, "--suite", suite, "--no-baselines",
            "--no-progress", "--out", str(out)]
     print("$", " ".join(cmd), f"(ATEN_CPU_CAPABILITY={env.get('ATEN_CPU_CAPABILITY', 'unset')})", flush=True)
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-    d = run_dir(out, model)
+    d = run_dir(out, model, suite)
     if d is None:
         raise SystemExit(f"no results.jsonl under {out} for {model}: see the run's log there")
     return d
 
 
 def capability_of(capability: str) -> str:
-    env = dict(os.environ, **({"ATEN_CPU_CAPABILITY": capability} if capability != "native" else {}))
-    if capability == "native":
-        env.pop("ATEN_CPU_CAPABILITY", None)
     return subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
-                          env=env, check=True, capture_output=True, text=True).stdout.strip()
+                          env=_env(capability), check=True, capture_output=True, text=True).stdout.strip()
 
 
 def scores(d: Path) -> dict[tuple[str, str], float | None]:

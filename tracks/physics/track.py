@@ -279,7 +279,7 @@ class PhysicsTrack(Track):
 
     def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
         from tracks.physics import judge_protocol as jp
-        from tracks.physics.checks import CheckInput, run_check
+        from tracks.physics.checks import CheckInput, per_rule, run_check
         from tracks.physics.rules import get_rule, load_rules
         from tracks.physics.scoring import RuleVerdict, decide, summarize
         from tracks.physics.segmentation import build_segmenter
@@ -322,7 +322,7 @@ class PhysicsTrack(Track):
             """``cname``'s result on ``src`` (the video, or the reference: ``where``), run once per case (a
             phase or mixing check per rule); ``None`` when it raised (logged in ``errors``: one broken check
             must not sink the case)."""
-            key = (cname, rule if cname in ("phase_change", "mixing", "support") else "")
+            key = (cname, rule if per_rule(cname) else "")
             if key not in cache:
                 try:
                     cache[key] = run_check(cname, check_input(rule, src))

@@ -126,6 +126,14 @@ def run_check(name: str, inp: CheckInput) -> CheckResult:
     return res
 
 
+def per_rule(name: str) -> bool:
+    """Whether check ``name`` gives a rule-dependent result (its module sets ``PER_RULE``: which body a phase
+    change or a mix is about), so that a case's rules each need their own run of it."""
+    if name not in CHECKS:
+        raise KeyError(f"unknown model-free check {name!r}; known: {', '.join(CHECKS)}")
+    return bool(getattr(importlib.import_module(CHECKS[name]), "PER_RULE", False))
+
+
 def not_applicable(check: str, reason: str, **measured: Any) -> CheckResult:
     return CheckResult(check, "not_applicable", None, measured, reason)
 

@@ -29,6 +29,8 @@ from tracks.physics.checks import CheckInput, CheckResult, monotone_fraction
 from tracks.physics.segmentation import rgb_to_lab
 
 VERSION = "4"
+#: the result depends on the rule it is run for: the track runs it once per rule, not once per case
+PER_RULE = True
 NAME = "mixing"
 #: share of the spread's variation that must be growth.
 MONOTONE = 0.8

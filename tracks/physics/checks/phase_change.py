@@ -31,6 +31,8 @@ from tracks.physics.checks import (
 )
 
 VERSION = "3"
+#: the result depends on the rule it is run for: the track runs it once per rule, not once per case
+PER_RULE = True
 NAME = "phase_change"
 #: the smallest net area change (relative to the body's size) that shows the phenomenon.
 EXPECTED_CHANGE = 0.2

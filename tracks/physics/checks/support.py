@@ -35,6 +35,8 @@ from tracks.physics.checks import CheckInput, CheckResult, not_applicable, objec
 from tracks.physics.checks.phase_change import changing_body
 
 VERSION = "1"
+#: the result depends on the rule it is run for: the track runs it once per rule, not once per case
+PER_RULE = True
 NAME = "support"
 #: shrinking phase changes of a solid that rests on something (vaporization is a liquid's: a
 #: puddle that dries shrinks toward its middle from every side)
