@@ -279,7 +279,7 @@ class PhysicsTrack(Track):
 
     def evaluate(self, video: Video, case: Case, ctx: EvalContext) -> TrackOutput:
         from tracks.physics import judge_protocol as jp
-        from tracks.physics.checks import CheckInput, per_rule, run_check
+        from tracks.physics.checks import CheckInput, rule_key, run_check
         from tracks.physics.rules import get_rule, load_rules
         from tracks.physics.scoring import RuleVerdict, decide, summarize
         from tracks.physics.segmentation import build_segmenter
@@ -319,10 +319,11 @@ class PhysicsTrack(Track):
                               case_rules=tuple(case.physics.rules) if case.physics else ())
 
         def cached_check(cache: dict[tuple[str, str], Any], cname: str, rule: str, src: Any, where: str = "") -> Any:
-            """``cname``'s result on ``src`` (the video, or the reference: ``where``), run once per case (a
-            phase or mixing check per rule); ``None`` when it raised (logged in ``errors``: one broken check
-            must not sink the case)."""
-            key = (cname, rule if per_rule(cname) else "")
+            """``cname``'s result on ``src`` (the video, or the reference: ``where``), run once per case and
+            what it reads of the rule (:func:`~tracks.physics.checks.rule_key`: a phase or mixing check per
+            rule, the ride-along checks per dimension); ``None`` when it raised (logged in ``errors``: one
+            broken check must not sink the case)."""
+            key = (cname, rule_key(cname, rule))
             if key not in cache:
                 try:
                     cache[key] = run_check(cname, check_input(rule, src))

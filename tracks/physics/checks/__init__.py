@@ -126,12 +126,19 @@ def run_check(name: str, inp: CheckInput) -> CheckResult:
     return res
 
 
-def per_rule(name: str) -> bool:
-    """Whether check ``name`` gives a rule-dependent result (its module sets ``PER_RULE``: which body a phase
-    change or a mix is about), so that a case's rules each need their own run of it."""
+def rule_key(name: str, rule: str) -> str:
+    """What of ``rule`` check ``name``'s result depends on, so that a case's rules share one run of it
+    where that is the same and get their own where it differs: the rule itself for a check whose
+    module sets ``PER_RULE`` (which body a phase change or a mix is about), the module's own
+    ``rule_key(rule)`` where it reads only part of the rule (the ride-along checks follow other
+    bodies for a thermal or material rule: :func:`followed_key`), else ``""`` (the rule is not read)."""
     if name not in CHECKS:
         raise KeyError(f"unknown model-free check {name!r}; known: {', '.join(CHECKS)}")
-    return bool(getattr(importlib.import_module(CHECKS[name]), "PER_RULE", False))
+    mod = importlib.import_module(CHECKS[name])
+    if getattr(mod, "PER_RULE", False):
+        return rule
+    key = getattr(mod, "rule_key", None)
+    return str(key(rule)) if key is not None else ""
 
 
 def not_applicable(check: str, reason: str, **measured: Any) -> CheckResult:
@@ -270,6 +277,13 @@ def followed(inp: CheckInput, *, min_frames: int = 3) -> list[str]:
     if named:
         return named
     return [n for n in object_names(inp.tracks) if _seen(inp.tracks, n) >= max(min_frames, T // 2)]
+
+
+def followed_key(rule: str) -> str:
+    """What of ``rule`` :func:`followed` reads: a thermal or a material rule follows other bodies than
+    any other rule does (its key for :func:`rule_key`)."""
+    dim = rule_dimension(rule)
+    return dim if dim in ("thermal", "material") else ""
 
 
 def rule_dimension(rule: str) -> str | None:

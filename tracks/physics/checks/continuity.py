@@ -32,6 +32,7 @@ from tracks.physics.checks import (
     CheckInput,
     CheckResult,
     followed,
+    followed_key,
     not_applicable,
     partial_sightings,
     position_tolerance,
@@ -42,6 +43,9 @@ from tracks.physics.tracking import ObjectTrack
 
 VERSION = "11"
 NAME = "continuity"
+#: what it reads of the rule (:func:`tracks.physics.checks.rule_key`): which bodies it follows, and they are
+#: the same thermal and material bodies its looser tolerance is for.
+rule_key = followed_key
 #: a body whose area changes by more than this factor between two sightings is not the same
 #: segment (it split, merged or was cut): its centroid step says nothing about teleporting.
 SAME_BODY = 1.5

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, followed, not_applicable, series
+from tracks.physics.checks import CheckInput, CheckResult, followed, followed_key, not_applicable, series
 from tracks.physics.checks._kinematics import bounce_frames, fill_single_gaps, landings
 from tracks.physics.tracking import EXITED, OCCLUDED, VISIBLE, ObjectTrack
 
 VERSION = "5"
 NAME = "permanence"
+#: what it reads of the rule (:func:`tracks.physics.checks.rule_key`): which bodies it follows.
+rule_key = followed_key
 #: a body this small (pixels) may vanish or appear between two frames: it was melting, burning
 #: or condensing away, or is below what the segmenter can hold on to.
 SMALL_PX = 12.0

@@ -24,7 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracks.physics.checks import CheckInput, CheckResult, area_tolerance, followed, not_applicable, pieces
+from tracks.physics.checks import (
+    CheckInput,
+    CheckResult,
+    area_tolerance,
+    followed,
+    followed_key,
+    not_applicable,
+    pieces,
+)
 from tracks.physics.tracking import ObjectTrack
 
 VERSION = "6"
@@ -33,6 +41,12 @@ NAME = "rigidity"
 SOFT_WORDS = ("clay", "dough", "sponge", "jelly", "foam", "putty", "cushion", "pillow", "marshmallow", "soft")
 #: rules about loading, which need a load (motion or deformation) to happen.
 LOAD_RULES = ("compression", "hardness")
+
+
+def rule_key(rule: str) -> str:
+    """What this check reads of the rule (:func:`tracks.physics.checks.rule_key`): the bodies it follows
+    (:func:`~tracks.physics.checks.followed_key`) and, for a loading rule, which one (its load demand)."""
+    return followed_key(rule) + (f"|{rule}" if rule in LOAD_RULES else "")
 
 
 def shape_series(tracks: list[ObjectTrack], name: str, *, turning: bool = False) -> tuple[np.ndarray, np.ndarray]:
