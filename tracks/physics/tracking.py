@@ -7,7 +7,8 @@ and a *state*:
 * ``occluded`` — not matched, but its predicted box is covered by another object's mask
   (something in front of it);
 * ``exited`` — not matched, and its predicted box lies (mostly) outside the frame or it
-  was last seen touching the border;
+  was last seen touching the border (a side it touched in every sighting does not count: a
+  press hanging from the top edge that vanishes mid-stroke did not leave);
 * ``missing`` — not matched and nothing explains why: the object vanished;
 * ``absent`` — before its first or after its last sighting when that is explained
   (the track has not started yet / it left).
@@ -385,17 +386,46 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
             # ball flying out of view); no further, or a body that vanished mid-flight "exits" too
             shift = lv.velocity * min(t - prev, EXIT_LOOKAHEAD)
             box = d_prev.bbox + np.r_[shift, shift]
-        state[t] = _explain(box, d_prev, all_dets[t], H, W)
+        attached = _attached([lv.rows[u] for u in ts if u <= prev], H, W)
+        state[t] = _explain(box, d_prev, all_dets[t], H, W, attached=attached)
     appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
     return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W), elong)
 
 
-def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int) -> str:
-    """Why a track is unmatched at a frame: out of view, behind another mask, or missing."""
+#: sightings a body must have, every one touching the same side of the frame, to be attached to that side
+#: (:func:`_attached`).
+ATTACHED_SIGHTINGS = 3
+
+
+def _sides(bbox: np.ndarray, H: int, W: int) -> set[str]:
+    """The sides of the frame a box touches (within a pixel)."""
+    x0, y0, x1, y1 = bbox
+    hits = (("left", x0 <= 1), ("top", y0 <= 1), ("right", x1 >= W - 1), ("bottom", y1 >= H - 1))
+    return {side for side, hit in hits if hit}
+
+
+def _attached(rows: list[_Det], H: int, W: int) -> set[str]:
+    """Sides of the frame that every sighting so far touches (at least :data:`ATTACHED_SIGHTINGS` of them):
+    a body that reaches in from there (a press hanging from the top, a table along the bottom), not one
+    on its way out. Touching that side says nothing about leaving through it."""
+    if len(rows) < ATTACHED_SIGHTINGS:
+        return set()
+    out = _sides(rows[0].bbox, H, W)
+    for d in rows[1:]:
+        out &= _sides(d.bbox, H, W)
+    return out
+
+
+def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int,
+             attached: set[str] | frozenset[str] = frozenset()) -> str:
+    """Why a track is unmatched at a frame: out of view, behind another mask, or missing. A body last seen
+    touching the border left through it, unless it touched that side in every sighting (``attached``,
+    :func:`_attached`): a press hanging from the top that vanishes mid-stroke did not leave (physics v24);
+    one that retracts out of view shrinks to a sliver first (``permanence`` forgives that)."""
     x0, y0, x1, y1 = box
     inside = max(0.0, min(x1, W) - max(x0, 0)) * max(0.0, min(y1, H) - max(y0, 0))
     total = max(1e-6, (x1 - x0) * (y1 - y0))
-    at_border = last.bbox[0] <= 1 or last.bbox[1] <= 1 or last.bbox[2] >= W - 1 or last.bbox[3] >= H - 1
+    at_border = bool(_sides(last.bbox, H, W) - set(attached))
     if inside / total < 0.5 or at_border:
         return EXITED
     if _behind_something(box, dets, None):

@@ -3,7 +3,9 @@
 Per followed object (named objects; see :func:`~tracks.physics.checks.followed`), frames
 after its first sighting in which it is neither visible, nor occluded by something in front
 of it, nor out of view (tracker states) are *missing*; named tracks that start mid-video away
-from the border and from occluders *appeared*.
+from the border and from occluders *appeared*. Where the case's first-frame box for a name holds
+several bodies apart (two presses declared as one ``press``), each counts: one lost while another
+is seen is missing too (:func:`lost_instances`).
 
 Bodies that a phase change or a fire consumes, or that condense or grow from nothing, do
 vanish and appear — gradually. A disappearance is explained when the body had already
@@ -20,11 +22,13 @@ Score = exp(-(missing frames beyond 2 / T) / 0.1) · 0.7^(appearances).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from tracks.physics.checks import CheckInput, CheckResult, followed, followed_key, not_applicable, series
 from tracks.physics.checks._kinematics import bounce_frames, fill_single_gaps, landings
-from tracks.physics.tracking import EXITED, OCCLUDED, VISIBLE, ObjectTrack
+from tracks.physics.tracking import EXITED, MISSING, OCCLUDED, VISIBLE, ObjectTrack
 
 VERSION = "5"
 NAME = "permanence"
@@ -35,6 +39,8 @@ rule_key = followed_key
 SMALL_PX = 12.0
 #: missing frames forgiven in a video (a segmenter may lose a small object for a frame or two).
 ALLOWED_MISSING = 2
+#: sightings a body needs before losing it while another body of its name is seen counts (:func:`lost_instances`).
+INSTANCE_SIGHTINGS = 3
 
 
 def _mine(tracks: list[ObjectTrack], name: str) -> list[ObjectTrack]:
@@ -68,7 +74,8 @@ def contact_gaps(tracks: list[ObjectTrack], name: str, T: int, fps: float, heigh
     return {t for t in gaps if any(abs(t - u) <= 1 for u in turns)}
 
 
-def missing_frames(tracks: list[ObjectTrack], name: str, T: int, forgiven: set[int] | None = None) -> int:
+def missing_frames(tracks: list[ObjectTrack], name: str, T: int, forgiven: set[int] | None = None,
+                   box: Sequence[float] | None = None) -> int:
     """Frames after ``name`` was first seen where no track of it is visible, occluded or exited,
     and it had not shrunk away just before (see the module docstring); ``forgiven`` frames (one-frame
     gaps at a contact, :func:`contact_gaps`) are not counted."""
@@ -92,7 +99,63 @@ def missing_frames(tracks: list[ObjectTrack], name: str, T: int, forgiven: set[i
             gone_small = True  # consumed: it shrank away before it went
         if not gone_small and t not in forgiven:
             n += 1
-    return n
+    return n + lost_instances(mine, T, largest, forgiven, box)
+
+
+def lost_instances(mine: list[ObjectTrack], T: int, largest: float, forgiven: set[int] | None = None,
+                   box: Sequence[float] | None = None) -> int:
+    """Frames (one per body) where one of several bodies the case declares under one name is missing while
+    another is seen (two presses declared as one ``press`` whose first-frame ``box`` holds both; v24).
+
+    The bodies are the tracks of the name seen in the first two frames with their centre inside the declared
+    ``box`` (2 px of slack): a namesake elsewhere (a patch of the stone's colour beside a fire, a still ball of
+    the colour of the one that falls into the water) is not one the case declared, and tracks that start
+    touching or nearly (:func:`_apart`) are pieces of one body. One of them that was seen
+    in :data:`INSTANCE_SIGHTINGS` frames and was not small at its last sighting is lost where it is missing
+    and fewer of those bodies (or tracks of the name that start later: a body the tracker split into two
+    tracks one after the other keeps the count) are seen, or explained (occluded, out of view), than when it
+    was last seen. A case without a box for the name declares no count of bodies: nothing is counted."""
+    if box is None:
+        return 0
+    forgiven = forgiven or set()
+    x0, y0, x1, y1 = (float(v) for v in box)
+
+    def declared_here(tr: ObjectTrack) -> bool:
+        if tr.first > 1:
+            return False
+        cx, cy = tr.centroid[tr.first]
+        return x0 - 2 <= cx <= x1 + 2 and y0 - 2 <= cy <= y1 + 2
+
+    bodies = [tr for tr in mine if declared_here(tr)]
+    if len(bodies) < 2 or not all(_apart(a, b) for i, a in enumerate(bodies) for b in bodies[i + 1 :]):
+        return 0  # one body (or pieces of one: a ball's lit top and shaded bottom)
+    # seen are those bodies and any track of the name that starts later (where the tracker picked a body up
+    # again), not the namesakes elsewhere at the start
+    counted = [tr for tr in mine if tr.first > 1 or declared_here(tr)]
+    explained = np.array([sum(tr.state[t] in (VISIBLE, OCCLUDED, EXITED) for tr in counted) for t in range(T)])
+    out = 0
+    for t in range(T):
+        if explained[t] == 0 or t in forgiven:
+            continue  # none of them is seen: missing_frames counts the frame if no namesake is either
+        lost = 0
+        for tr in bodies:
+            if tr.state[t] != MISSING or int(tr.visible[:t].sum()) < INSTANCE_SIGHTINGS:
+                continue
+            last = int(np.flatnonzero(tr.visible[:t])[-1])
+            if _small(float(tr.area[last]), largest):
+                continue  # it shrank away (or was a piece) before it went
+            lost = max(lost, int(explained[last]) - int(explained[t]))
+        out += max(0, lost)
+    return out
+
+
+def _apart(a: ObjectTrack, b: ObjectTrack) -> bool:
+    """Whether two tracks start as two bodies: their first boxes lie apart by at least half the smaller
+    one's size (the two presses of a hardness case, 18 px apart, 10 px wide); pieces of one body touch."""
+    ba, bb = a.bbox[a.first], b.bbox[b.first]
+    gap = max(bb[0] - ba[2], ba[0] - bb[2], bb[1] - ba[3], ba[1] - bb[3])
+    size = min(max(ba[2] - ba[0], ba[3] - ba[1]), max(bb[2] - bb[0], bb[3] - bb[1]))
+    return bool(gap >= 0.5 * size)
 
 
 def appearances(tracks: list[ObjectTrack], names: list[str], min_len: int = 3) -> int:
@@ -140,7 +203,9 @@ def run(inp: CheckInput) -> CheckResult:
     consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
     for n in names:
         # A body the rule consumes (melting ice, burning fuel) may go; phase_change judges how.
-        m = 0 if n in consumed else missing_frames(inp.tracks, n, T, contact_gaps(inp.tracks, n, T, inp.fps, inp.height))
+        box = next((o.get("box") for o in inp.objects if str(o.get("name")) == n), None)
+        gaps = contact_gaps(inp.tracks, n, T, inp.fps, inp.height)
+        m = 0 if n in consumed else missing_frames(inp.tracks, n, T, gaps, box)
         per[n] = {"missing": m, "consumed": n in consumed}
         missing += m
     app = appearances(inp.tracks, names)
