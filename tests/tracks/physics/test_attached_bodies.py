@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tracks.physics.checks.permanence import lost_instances, missing_frames
 from tracks.physics.segmentation import OpenCVSegmenter
@@ -24,19 +25,20 @@ from worldolympiad.types import Case, PhysicsSpec, Video
 GREY, DARK = (200, 200, 195), (60, 60, 70)
 
 
-def _presses(T: int = 24, H: int = 48, W: int = 64, *, xs=(12, 40), vanish_at: int | None = None) -> Scene:
+def _presses(T: int = 24, H: int = 64, W: int = 64, *, xs=(12, 40), width=10, vanish_at: int | None = None) -> Scene:
     """Presses hanging from the top edge, pressing down; the last one vanishes from ``vanish_at`` on."""
     frames = np.empty((T, H, W, 3), np.uint8)
     frames[:] = GREY
     masks = np.zeros((T, H, W), np.int32)
     for t in range(T):
-        bottom = 14 + t // 2
+        bottom = 40 + t // 2  # tall: the shaft makes each press taller than the gap between them
         for k, x in enumerate(xs):
             if vanish_at is not None and k == len(xs) - 1 and t >= vanish_at:
                 continue
-            frames[t, 0:bottom, x + 3 : x + 7] = DARK  # the shaft, cut by the top edge
-            frames[t, bottom - 4 : bottom, x : x + 10] = DARK  # the head
-            masks[t, 0:bottom, x : x + 10][frames[t, 0:bottom, x : x + 10, 0] == DARK[0]] = 1
+            mid = x + width // 2
+            frames[t, 0:bottom, mid - 2 : mid + 2] = DARK  # the shaft, cut by the top edge
+            frames[t, bottom - 4 : bottom, x : x + width] = DARK  # the head
+            masks[t, 0:bottom, x : x + width][frames[t, 0:bottom, x : x + width, 0] == DARK[0]] = 1
     return Scene(frames, masks, {"press": {"id": 1, "color": DARK}}, fps=12.0)
 
 
@@ -104,7 +106,7 @@ def test_one_body_split_into_two_tracks_one_after_the_other_is_not_lost():
 
 def _score(scene, ref, tmp_path):
     T, H, W = scene.frames.shape[:3]
-    press = {"name": "press", "color": list(DARK), "rigid": True, "box": [10, 0, 52, 16]}  # both presses
+    press = {"name": "press", "color": list(DARK), "rigid": True, "box": [5, 0, 60, 42]}  # both presses
     case = Case(id="presses", scenario="robotics", fps=scene.fps, num_frames=T, resolution=(H, W),
                 physics=PhysicsSpec(rules=("compression",), objects=(press,)), tracks=("physics",))
     ctx = EvalContext(work_dir=tmp_path, reference_loader=lambda: Video(ref.frames, ref.fps))
@@ -113,10 +115,12 @@ def _score(scene, ref, tmp_path):
     return rule["verdict"], next(c for c in rule["checks"] if c["check"] == "permanence")
 
 
-def test_a_vanished_press_of_two_fails_permanence(tmp_path):
-    clean = _presses()
+# narrow presses far apart; wide presses 9 px apart, as in the smoke hardness case (19 px wide)
+@pytest.mark.parametrize(("xs", "width"), [((12, 40), 10), ((9, 37), 19)])
+def test_a_vanished_press_of_two_fails_permanence(tmp_path, xs, width):
+    clean = _presses(xs=xs, width=width)
     verdict, perm = _score(clean, clean, tmp_path / "clean")
     assert perm["status"] == "pass"
-    verdict, perm = _score(_presses(vanish_at=10), clean, tmp_path / "vanish")
+    verdict, perm = _score(_presses(xs=xs, width=width, vanish_at=10), clean, tmp_path / "vanish")
     assert perm["status"] == "fail" and perm["measured"]["missing"] >= 12, perm  # v23: pass, 0 missing
     assert verdict == "fail"

@@ -41,6 +41,8 @@ SMALL_PX = 12.0
 ALLOWED_MISSING = 2
 #: sightings a body needs before losing it while another body of its name is seen counts (:func:`lost_instances`).
 INSTANCE_SIGHTINGS = 3
+#: pixels of background two bodies declared under one name have between them at the start (:func:`_apart`).
+APART_PX = 2.0
 
 
 def _mine(tracks: list[ObjectTrack], name: str) -> list[ObjectTrack]:
@@ -150,12 +152,16 @@ def lost_instances(mine: list[ObjectTrack], T: int, largest: float, forgiven: se
 
 
 def _apart(a: ObjectTrack, b: ObjectTrack) -> bool:
-    """Whether two tracks start as two bodies: their first boxes lie apart by at least half the smaller
-    one's size (the two presses of a hardness case, 18 px apart, 10 px wide); pieces of one body touch."""
+    """Whether two tracks start as two bodies: their first boxes lie apart, along the axis they are apart on,
+    by at least :data:`APART_PX` and a quarter of the narrower one's extent there (the smoke hardness case's
+    presses: 19 px wide, 9 px apart). Pieces of one body touch or overlap (a ball's lit top and shaded
+    bottom, boxes 2 px into each other)."""
     ba, bb = a.bbox[a.first], b.bbox[b.first]
-    gap = max(bb[0] - ba[2], ba[0] - bb[2], bb[1] - ba[3], ba[1] - bb[3])
-    size = min(max(ba[2] - ba[0], ba[3] - ba[1]), max(bb[2] - bb[0], bb[3] - bb[1]))
-    return bool(gap >= 0.5 * size)
+    gap_x = max(bb[0] - ba[2], ba[0] - bb[2])
+    gap_y = max(bb[1] - ba[3], ba[1] - bb[3])
+    if gap_x >= gap_y:
+        return bool(gap_x >= max(APART_PX, 0.25 * min(ba[2] - ba[0], bb[2] - bb[0])))
+    return bool(gap_y >= max(APART_PX, 0.25 * min(ba[3] - ba[1], bb[3] - bb[1])))
 
 
 def appearances(tracks: list[ObjectTrack], names: list[str], min_len: int = 3) -> int:

@@ -1,0 +1,103 @@
+"""Which object defects does the physics track miss on a suite's cases?
+
+Scores ``reference`` and each physics defect of the perturbation library at one strength through the
+public CLI (``evaluate-model --model perturbed:NAME@S``, one shared ``--out`` so the reference renders
+once), then lists every (case, defect) whose defect video scores at least what the case's reference
+scores: a defect the track cannot see there. That is how the hardness cases' presses were found
+(session 61: ``vanish`` and ``teleport`` of one of two presses scored 1.0 like the clean video; physics
+v24). A defect that leaves the case's video unchanged is listed apart (the perturbation found nothing to
+act on), not as a miss.
+
+The suites here are tuning-split suites (``smoke``, ``standard``, ...): never point this at the held-out
+split (``scenarios/heldout``), whose cases no track may be tuned on.
+
+Usage:
+    MUJOCO_GL=egl python bench/physics_defect_sweep.py --suite smoke --out OUT [--strength 1.0]
+        [--defects teleport,vanish,...] [--seeds 0]
+
+Session 61 (smoke, seed 0, strength 1.0, physics v24): see ``bench/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+#: the perturbations a physics rule is about (objects that jump, vanish, pop up, pass through each
+#: other, change shape or size, fall the wrong way, freeze or run backwards); the others act on the
+#: camera, the actions or the picture, which the interaction, geometry and long-video tracks judge.
+PHYSICS_DEFECTS = ("teleport", "vanish", "appear", "gravity_reversed", "gravity_scaled", "interpenetration",
+                   "shape_morph", "scale_pumping", "identity_swap", "time_reversal", "frozen")
+
+
+def _scores(out: Path, model: str) -> dict[tuple[str, int], tuple[dict, Path]]:
+    """``(case, seed) -> (physics row, its run directory)`` of ``model``, at the newest track version in ``out``."""
+    rows: dict[tuple[str, int], tuple[dict, Path]] = {}
+    for f in out.glob("*/results.jsonl"):
+        if json.loads((f.parent / "run_spec.json").read_text()).get("model") != model:
+            continue
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            key = (r["case_id"], int(r["seed"]))
+            if r.get("track") == "physics" and (key not in rows or int(r["track_version"]) > int(rows[key][0]["track_version"])):
+                rows[key] = (r, f.parent)
+    return rows
+
+
+def _same_video(a: tuple[dict, Path], b: tuple[dict, Path]) -> bool:
+    pa, pb = (run / (row.get("artifacts") or {}).get("video", "-") for row, run in (a, b))
+    return pa.is_file() and pb.is_file() and pa.read_bytes() == pb.read_bytes()
+
+
+def _evaluate(model: str, suite: str, seeds: str, out: Path) -> None:
+    cmd = [sys.executable, "-m", "worldolympiad.cli.evaluate", "--model", model, "--suite", suite, "--seeds", seeds,
+           "--tracks", "physics", "--out", str(out), "--no-progress", "--no-report", "--no-baselines"]
+    print("$", " ".join(cmd[2:]), flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="example: python bench/physics_defect_sweep.py --suite smoke --out /tmp/sweep")
+    ap.add_argument("--suite", default="smoke", help="a tuning-split suite name or suite file (default: smoke)")
+    ap.add_argument("--out", required=True, type=Path, help="output folder (shared by every run; reruns resume)")
+    ap.add_argument("--strength", type=float, default=1.0, help="defect strength (default: 1.0)")
+    ap.add_argument("--defects", default=",".join(PHYSICS_DEFECTS), help="comma-separated perturbation names")
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
+    args = ap.parse_args(argv)
+    if "heldout" in str(args.suite):
+        ap.error("the held-out split is never swept for tuning: pick a tuning-split suite (smoke, standard, ...)")
+
+    defects = [d for d in args.defects.split(",") if d]
+    _evaluate("reference", args.suite, args.seeds, args.out)
+    for d in defects:
+        _evaluate(f"perturbed:{d}@{args.strength:g}", args.suite, args.seeds, args.out)
+
+    ref = _scores(args.out, "reference")
+    missed, unchanged, judged = [], [], 0
+    for d in defects:
+        for key, (r, run) in sorted(_scores(args.out, f"perturbed:{d}@{args.strength:g}").items()):
+            if key not in ref or ref[key][0].get("score") is None or r.get("score") is None:
+                continue
+            judged += 1
+            base = ref[key][0]["score"]
+            if r["score"] >= base:
+                (unchanged if _same_video((r, run), ref[key]) else missed).append((key[0], key[1], d, base, r["score"]))
+    print(f"\n{judged} (case, seed, defect) pairs with a verdict on both; the defect scored at least the reference on"
+          f" {len(missed)} (and left the video unchanged on {len(unchanged)}):")
+    for case, seed, d, rs, ds in missed:
+        print(f"  MISSED   {case} s{seed} {d}@{args.strength:g}: reference {rs:.3f}, defect {ds:.3f}")
+    for case, seed, d, rs, _ in unchanged:
+        print(f"  no-op    {case} s{seed} {d}@{args.strength:g}: the same video ({rs:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
