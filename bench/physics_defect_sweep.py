@@ -15,7 +15,7 @@ Usage:
     MUJOCO_GL=egl python bench/physics_defect_sweep.py --suite smoke --out OUT [--strength 1.0]
         [--defects teleport,vanish,...] [--seeds 0]
 
-Session 61 (smoke, seed 0, strength 1.0, physics v24): see ``bench/README.md``.
+Session 61 (smoke, seed 0, strength 1.0, physics v24): ``bench/records/physics_defect_sweep_s61_smoke.md``.
 """
 
 from __future__ import annotations
