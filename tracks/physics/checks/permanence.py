@@ -80,7 +80,9 @@ def missing_frames(tracks: list[ObjectTrack], name: str, T: int, forgiven: set[i
                    box: Sequence[float] | None = None) -> int:
     """Frames after ``name`` was first seen where no track of it is visible, occluded or exited,
     and it had not shrunk away just before (see the module docstring); ``forgiven`` frames (one-frame
-    gaps at a contact, :func:`contact_gaps`) are not counted."""
+    gaps at a contact, :func:`contact_gaps`) are not counted. Plus, where the case's first-frame ``box``
+    for the name holds several bodies, the frames each of them is lost while another is seen
+    (:func:`lost_instances`)."""
     forgiven = forgiven or set()
     mine = _mine(tracks, name)
     if not mine:
@@ -209,9 +211,10 @@ def run(inp: CheckInput) -> CheckResult:
     consumed = {str(o["name"]) for o in inp.objects if o.get("shrinks") is True}
     for n in names:
         # A body the rule consumes (melting ice, burning fuel) may go; phase_change judges how.
-        box = next((o.get("box") for o in inp.objects if str(o.get("name")) == n), None)
-        gaps = contact_gaps(inp.tracks, n, T, inp.fps, inp.height)
-        m = 0 if n in consumed else missing_frames(inp.tracks, n, T, gaps, box)
+        m = 0
+        if n not in consumed:
+            box = next((o.get("box") for o in inp.objects if str(o.get("name")) == n), None)
+            m = missing_frames(inp.tracks, n, T, contact_gaps(inp.tracks, n, T, inp.fps, inp.height), box)
         per[n] = {"missing": m, "consumed": n in consumed}
         missing += m
     app = appearances(inp.tracks, names)
