@@ -761,11 +761,15 @@ def clean_scores(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[
 # ============================================================================ --baselines
 
 
-def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str], limit: int | None) -> dict[str, Any]:
-    """Score ``models`` on each suite and seed (resumable); per track and suite, does ``reference`` beat the others?"""
+def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str], limit: int | None,
+                  tracks: Sequence[str] | None = None) -> dict[str, Any]:
+    """Score ``models`` on each suite and seed (resumable); per track and suite, does ``reference`` beat the others?
+    ``tracks``: the tracks to score (default: all; one track's new version needs only its own rows)."""
     from worldolympiad.cli.evaluate import main as evaluate_model
     from worldolympiad.evaluator import make_run_spec
     from worldolympiad.types import TRACKS
+
+    tracks = list(tracks or TRACKS)
 
     result: dict[str, Any] = {"suites": {}}
     for suite, seeds in suites.items():
@@ -774,13 +778,13 @@ def run_baselines(out: Path, suites: dict[str, list[int]], models: Sequence[str]
         why: dict[tuple[str, str, int], str] = {}
         for model in models:
             argv = ["--model", model, "--suite", suite, "--seeds", ",".join(map(str, seeds)), "--out", str(out / "runs"),
-                    "--no-progress", "--no-report", "--no-baselines", "--device", "cpu"]
+                    "--no-progress", "--no-report", "--no-baselines", "--device", "cpu", "--tracks", ",".join(tracks)]
             if limit:
                 argv += ["--limit", str(limit)]
             t0 = time.perf_counter()
             print(f"$ evaluate-model {' '.join(argv)}", flush=True)
             _quiet(evaluate_model, argv)
-            run_dir = out / "runs" / make_run_spec(model, suite, list(TRACKS), seeds).dirname
+            run_dir = out / "runs" / make_run_spec(model, suite, tracks, seeds).dirname
             if not (run_dir / "summary.json").exists():
                 raise SystemExit(f"{model} on {suite}: no summary.json in {run_dir}")
             summary = json.loads((run_dir / "summary.json").read_text())
@@ -901,7 +905,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  epilog=__doc__.split("Usage::")[1])
     ap.add_argument("--out", default="bench/_out/validity", help="working folder (renders, videos, runs); resumable")
     ap.add_argument("--quick", action="store_true", help="two tiny held-out cases, one defect per track (minutes)")
-    ap.add_argument("--tracks", default="physics,geometry,interaction,longvideo", help="tracks to measure")
+    ap.add_argument("--tracks", default="physics,geometry,interaction,longvideo",
+                    help="tracks to measure (also in --baselines mode: a new version of one track needs only its rows)")
     ap.add_argument("--cases", default="", help="comma-separated held-out case ids (default: all of the split)")
     ap.add_argument("--tuning-suite", default=None, metavar="SUITE",
                     help="measure a TUNING-split suite instead (a folder of scenarios/suites or bench/suites, or its "
@@ -926,7 +931,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if args.baselines:
         models = [m.strip() for m in args.baseline_models.split(",") if m.strip()]
-        result = run_baselines(out, _parse_suites(args.baseline_suites, out), models, args.limit)
+        tracks = [t.strip() for t in args.tracks.split(",") if t.strip()]
+        result = run_baselines(out, _parse_suites(args.baseline_suites, out), models, args.limit, tracks)
         record = {"mode": "baselines", "git": git, "date": date, "command": command, "models": models,
                   "seconds": time.perf_counter() - t0, "result": result}
         md = write_baselines_report(out, record)

@@ -168,6 +168,32 @@ def test_baseline_verdicts_per_track_mean_and_rows(validity):
     assert not v2["repeat-first-frame"]["mean_ok"] and v2["repeat-first-frame"]["failing"] == ["c2@s0: 0.400 vs 0.500"]
 
 
+def test_baselines_score_only_the_tracks_asked_for(validity, tmp_path, monkeypatch):
+    """A new version of one track needs only its own baseline rows (session 61: physics v24 without 60 minutes
+    of geometry, interaction and long video)."""
+    import worldolympiad.cli.evaluate as cli
+    from worldolympiad.evaluator import make_run_spec
+
+    calls = []
+
+    def fake_evaluate(argv):
+        calls.append(argv)
+        model, tracks = argv[argv.index("--model") + 1], argv[argv.index("--tracks") + 1].split(",")
+        run = tmp_path / "runs" / make_run_spec(model, "smoke", tracks, [0]).dirname
+        run.mkdir(parents=True, exist_ok=True)
+        score = {"reference": 0.9, "repeat-first-frame": 0.1}[model]
+        (run / "summary.json").write_text(json.dumps({"tracks": {t: {"mean": score} for t in tracks}}))
+        (run / "results.jsonl").write_text("\n".join(json.dumps(
+            {"track": t, "case_id": "c1", "seed": 0, "status": "ok", "score": score, "metrics": []}) for t in tracks))
+        return 0
+
+    monkeypatch.setattr(cli, "main", fake_evaluate)
+    out = validity.run_baselines(tmp_path, {"smoke": [0]}, ["reference", "repeat-first-frame"], None, ["physics"])
+    assert all(a[a.index("--tracks") + 1] == "physics" for a in calls) and len(calls) == 2
+    verdicts = out["suites"]["smoke"]["tracks"]
+    assert set(verdicts) == {"physics"} and verdicts["physics"]["repeat-first-frame"]["mean_ok"]
+
+
 def test_a_row_the_track_cannot_decide_is_listed_with_its_reason(validity):
     """standard-mechanics-stacking-0: a stable stack barely moves, so long video's motion gate demands
     nothing and the still video scores 0.872 against the reference's 0.833; the report says why."""
