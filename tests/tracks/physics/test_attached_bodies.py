@@ -96,6 +96,21 @@ def test_a_namesake_the_case_did_not_declare_neither_hides_nor_counts_a_loss():
     assert lost_instances(pieces, T, 50.0, box=BOTH) == 0
 
 
+def test_a_name_with_a_declared_shape_is_one_body_whatever_pieces_the_codec_leaves():
+    """v25: a crf 35 crescent cut into its two horns at the start was two bodies at v24, and losing one horn
+    while the other was seen counted as missing."""
+    from tracks.physics.checks import CheckInput
+    from tracks.physics.checks.permanence import run
+
+    T = 20
+    pieces = [_track(1, np.arange(T) < 12, 10.0), _track(2, np.ones(T, bool), 40.0)]
+    frames = np.zeros((T, 48, 64, 3), np.uint8)
+    unshaped = run(CheckInput(pieces, frames, 12.0, "gravity", objects=[{"name": "ball", "box": list(BOTH)}]))
+    shaped = run(CheckInput(pieces, frames, 12.0, "gravity",
+                            objects=[{"name": "ball", "box": list(BOTH), "shape": "crescent"}]))
+    assert unshaped.measured["missing"] == 8 and shaped.measured["missing"] == 0
+
+
 def test_one_body_split_into_two_tracks_one_after_the_other_is_not_lost():
     T = 20
     first, then = np.arange(T) < 10, np.arange(T) >= 10
