@@ -37,18 +37,13 @@ PHYSICS_DEFECTS = ("teleport", "vanish", "appear", "gravity_reversed", "gravity_
                    "shape_morph", "scale_pumping", "identity_swap", "time_reversal", "frozen")
 
 
-def _scores(out: Path, model: str) -> dict[tuple[str, int], tuple[dict, Path]]:
-    """``(case, seed) -> (physics row, its run directory)`` of ``model``, at the newest track version in ``out``."""
-    rows: dict[tuple[str, int], tuple[dict, Path]] = {}
-    for f in out.glob("*/results.jsonl"):
-        if json.loads((f.parent / "run_spec.json").read_text()).get("model") != model:
-            continue
-        for line in f.read_text().splitlines():
-            r = json.loads(line)
-            key = (r["case_id"], int(r["seed"]))
-            if r.get("track") == "physics" and (key not in rows or int(r["track_version"]) > int(rows[key][0]["track_version"])):
-                rows[key] = (r, f.parent)
-    return rows
+def _scores(out: Path, model: str, suite: str, seeds: list[int]) -> dict[tuple[str, int], tuple[dict, Path]]:
+    """``(case, seed) -> (physics row, its run directory)`` of ``model``'s run at the current track version."""
+    from worldolympiad.evaluator import make_run_spec
+
+    run = out / make_run_spec(model, suite, ["physics"], seeds).dirname
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    return {(r["case_id"], int(r["seed"])): (r, run) for r in rows if r.get("track") == "physics"}
 
 
 def _same_video(a: tuple[dict, Path], b: tuple[dict, Path]) -> bool:
@@ -72,18 +67,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--defects", default=",".join(PHYSICS_DEFECTS), help="comma-separated perturbation names")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
     args = ap.parse_args(argv)
-    if "heldout" in str(args.suite):
+    from scenarios.heldout.splits import SPLITS
+
+    path = Path(args.suite).resolve()
+    if "heldout" in args.suite or any(path == f or f in path.parents for f in SPLITS["heldout"]):
         ap.error("the held-out split is never swept for tuning: pick a tuning-split suite (smoke, standard, ...)")
+    seeds = [int(x) for x in args.seeds.split(",") if x]
 
     defects = [d for d in args.defects.split(",") if d]
     _evaluate("reference", args.suite, args.seeds, args.out)
     for d in defects:
         _evaluate(f"perturbed:{d}@{args.strength:g}", args.suite, args.seeds, args.out)
 
-    ref = _scores(args.out, "reference")
-    missed, unchanged, judged = [], [], 0
+    ref = _scores(args.out, "reference", args.suite, seeds)
+    missed: list[tuple[str, int, str, float, float]] = []
+    unchanged: list[tuple[str, int, str, float, float]] = []
+    judged = 0
     for d in defects:
-        for key, (r, run) in sorted(_scores(args.out, f"perturbed:{d}@{args.strength:g}").items()):
+        for key, (r, run) in sorted(_scores(args.out, f"perturbed:{d}@{args.strength:g}", args.suite, seeds).items()):
             if key not in ref or ref[key][0].get("score") is None or r.get("score") is None:
                 continue
             judged += 1

@@ -373,11 +373,14 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
         state[t] = VISIBLE
     # Explain each unmatched frame: occluded by a mask in front, out of view, or missing.
     prev = first
+    attached: set[str] = set()
     for t in range(first + 1, T):
         if t in lv.rows:
             prev = t
             continue
         d_prev = lv.rows[prev]
+        if t == prev + 1:  # the first frame of a gap: the sides every sighting so far touched
+            attached = _attached([lv.rows[u] for u in ts if u <= prev], H, W)
         nxt = next((u for u in ts if u > t), None)
         if nxt is not None:  # interpolate the box across the gap
             a = (t - prev) / (nxt - prev)
@@ -386,7 +389,6 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
             # ball flying out of view); no further, or a body that vanished mid-flight "exits" too
             shift = lv.velocity * min(t - prev, EXIT_LOOKAHEAD)
             box = d_prev.bbox + np.r_[shift, shift]
-        attached = _attached([lv.rows[u] for u in ts if u <= prev], H, W)
         state[t] = _explain(box, d_prev, all_dets[t], H, W, attached=attached)
     appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
     return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W), elong)
