@@ -58,10 +58,34 @@ def _evaluate(model: str, suite: str, seeds: str, out: Path) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
+def suite_arg(name: str, out: Path) -> str:
+    """What ``evaluate-model --suite`` is given for ``name``: a built-in suite name or a suite file as is; a
+    bench tuning suite (``physics_tune``, a folder of ``bench/suites``) is built into ``OUT/suites/NAME.json``
+    (``evaluate-model`` knows only the built-in suite names)."""
+    from scenarios.heldout.splits import SPLITS
+    from scenarios.suites import SUITE_NAMES
+
+    if name in SUITE_NAMES or Path(name).is_file():
+        return name
+    folders = {p.name: p for p in SPLITS["tuning"]} | {str(p.resolve()): p for p in SPLITS["tuning"]}
+    folder = folders.get(name) or folders.get(str(Path(name).resolve()))
+    if folder is None:
+        raise SystemExit(f"--suite: {name!r} is neither a suite name ({', '.join(SUITE_NAMES)}), a suite file nor a "
+                         f"tuning-split suite folder ({', '.join(sorted(p.name for p in SPLITS['tuning']))})")
+    from scenarios.suites import build_suite
+    from worldolympiad.suites import write_suite
+
+    path = out / "suites" / f"{folder.name}.json"
+    if not path.is_file():  # written once: every run of the sweep then sees the same suite file
+        write_suite(path, folder.name, build_suite(str(folder)))
+    return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="example: python bench/physics_defect_sweep.py --suite smoke --out /tmp/sweep")
-    ap.add_argument("--suite", default="smoke", help="a tuning-split suite name or suite file (default: smoke)")
+    ap.add_argument("--suite", default="smoke", help="a tuning-split suite: a built-in name (smoke, standard, ...), a "
+                    "bench tuning suite (physics_tune, cartoon_tune, ...) or a suite file (default: smoke)")
     ap.add_argument("--out", required=True, type=Path, help="output folder (shared by every run; reruns resume)")
     ap.add_argument("--strength", type=float, default=1.0, help="defect strength (default: 1.0)")
     ap.add_argument("--defects", default=",".join(PHYSICS_DEFECTS), help="comma-separated perturbation names")
@@ -75,16 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(x) for x in args.seeds.split(",") if x]
 
     defects = [d for d in args.defects.split(",") if d]
-    _evaluate("reference", args.suite, args.seeds, args.out)
+    suite = suite_arg(args.suite, args.out)
+    _evaluate("reference", suite, args.seeds, args.out)
     for d in defects:
-        _evaluate(f"perturbed:{d}@{args.strength:g}", args.suite, args.seeds, args.out)
+        _evaluate(f"perturbed:{d}@{args.strength:g}", suite, args.seeds, args.out)
 
-    ref = _scores(args.out, "reference", args.suite, seeds)
+    ref = _scores(args.out, "reference", suite, seeds)
     missed: list[tuple[str, int, str, float, float]] = []
     unchanged: list[tuple[str, int, str, float, float]] = []
     judged = 0
     for d in defects:
-        for key, (r, run) in sorted(_scores(args.out, f"perturbed:{d}@{args.strength:g}", args.suite, seeds).items()):
+        for key, (r, run) in sorted(_scores(args.out, f"perturbed:{d}@{args.strength:g}", suite, seeds).items()):
             if key not in ref or ref[key][0].get("score") is None or r.get("score") is None:
                 continue
             judged += 1

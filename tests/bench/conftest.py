@@ -29,3 +29,9 @@ def validity() -> ModuleType:
 def gallery() -> ModuleType:
     """``bench/encoding_gallery.py``."""
     return _load("encoding_gallery.py")
+
+
+@pytest.fixture(scope="module")
+def sweep() -> ModuleType:
+    """``bench/physics_defect_sweep.py``."""
+    return _load("physics_defect_sweep.py")
