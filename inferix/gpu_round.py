@@ -20,8 +20,8 @@ Random weights cost what trained ones cost: the timings hold for a trained check
 architecture. KV policy ``rolling:18`` (each block attends over 21 latent frames, Self-Forcing's
 training context).
 
-Stages, each under its own time budget (default: setup 90 s, warm-up 60, single session 160, sessions
-150, tests 90) cut by the round's (``budget_s``, 420 s), the JSON rewritten before and after each. A
+Stages, each under its own time budget (default: setup 90 s, warm-up 60, single session 160, bf16 VAE
+45, sessions 150, tests 90) cut by the round's (``budget_s``, 420 s), the JSON rewritten before and after each. A
 SIGTERM (the script's ``timeout``) fails the running stage with that reason and keeps the blocks
 already timed; a process killed outright leaves that stage marked ``running``::
 
@@ -30,6 +30,10 @@ already timed; a process killed outright leaves that stage marked ``running``::
     single_session  a minute of video in one session (or as many blocks as the budget allows):
                     FPS with VAE decode, time to first block, per-block latency, DiT / cache / VAE
                     split, peak memory (``inferix.profiling.profile_session``)
+    vae_bf16        the same streamed decode of two blocks' latents by the float32 VAE and by a bfloat16
+                    copy: PSNR of bf16 against fp32, decode times and their ratio (issue 60 item 2 serves
+                    the VAE in bf16 where PSNR >= 40 dB; random weights: the error bf16 arithmetic adds
+                    on this architecture, to be measured again on a trained checkpoint)
     sessions        1, 2 and 4 sessions batched through the engine: throughput and per-session FPS
     gpu_tests       the ``gpu``-marked Inferix tests in a subprocess: pass / fail / skip counts
 
@@ -84,7 +88,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["RoundSettings", "SyncedModel", "default_out", "run_gpu_round"]
 
 SCHEMA = "inferix.engine_gpu_round/1"
-STAGES = ("setup", "warmup", "single_session", "sessions", "gpu_tests")
+STAGES = ("setup", "warmup", "single_session", "vae_bf16", "sessions", "gpu_tests")
+#: issue 60 item 2: a bfloat16 VAE is worth serving where its decode stays this close to float32's
+VAE_BF16_MIN_PSNR_DB = 40.0
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,8 @@ class RoundSettings:
     device: str = "cuda"
     budget_s: float = 420.0
     stage_budget_s: dict[str, float] = field(default_factory=lambda: {
-        "setup": 90.0, "warmup": 60.0, "single_session": 160.0, "sessions": 150.0, "gpu_tests": 90.0})
+        "setup": 90.0, "warmup": 60.0, "single_session": 160.0, "vae_bf16": 45.0, "sessions": 150.0,
+        "gpu_tests": 90.0})
     gpu_tests: tuple[str, ...] = ("tests/inferix/test_model_gpu.py",)
     seed: int = 0
 
@@ -275,6 +282,7 @@ def run_gpu_round(settings: RoundSettings, out: str | Path, dry: bool = False) -
         _stage_setup(rnd)
         _stage_warmup(rnd)
         _stage_single_session(rnd)
+        _stage_vae_bf16(rnd)
         _stage_sessions(rnd)
         _stage_gpu_tests(rnd)
     except _InterruptedError:
@@ -440,6 +448,62 @@ def _session_results(s: RoundSettings, prof: Profile, want: int, block_flops: Ca
         kv_bytes_peak=prof.kv_bytes_peak,
         policy=prof.policy,
     )
+
+
+def psnr_db(a: Any, b: Any, peak: float = 2.0) -> float | None:
+    """PSNR of ``b`` against ``a`` (tensors of one shape, values in a range ``peak`` wide: [-1, 1] for decoded
+    pixels); ``None`` where they are equal (an infinite PSNR has no JSON)."""
+    mse = float(((a.float() - b.float()) ** 2).mean())
+    return None if mse == 0.0 else 10.0 * math.log10(peak * peak / mse)
+
+
+def _stage_vae_bf16(rnd: _Round) -> None:
+    """Decode two blocks' latents (one session's first and second block, streamed as the engine decodes) with
+    a float32 VAE and a bfloat16 copy; record PSNR, the largest pixel difference and both decode times."""
+    import copy
+
+    import torch
+
+    from inferix.models.vae import WanVAECodec
+
+    s = rnd.s
+    with rnd.stage("vae_bf16", needs=("setup",)) as rec:
+        if rec is None:
+            return
+        codec = rnd.state["codec"]
+        ref = codec if codec.dtype == torch.float32 else WanVAECodec(copy.deepcopy(codec.vae).float())
+        low = WanVAECodec(copy.deepcopy(codec.vae).to(torch.bfloat16))
+        h, w = rnd.state["latent_hw"]
+        gen = torch.Generator().manual_seed(s.seed + 2)
+        blocks = [torch.randn(1, codec.latent_channels, s.block_frames, h, w, generator=gen).to(s.device)
+                  for _ in range(2)]
+
+        def decode(c: Any) -> tuple[Any, float]:
+            dec = c.stream_decoder()
+            _sync(s.device)
+            t0 = time.perf_counter()
+            out = torch.cat([dec.decode(z) for z in blocks], 2)
+            _sync(s.device)
+            return out, time.perf_counter() - t0
+
+        decode(ref), decode(low)  # untimed: kernels and allocator warm for both dtypes
+        a, ta = decode(ref)
+        b, tb = decode(low)
+        psnr = psnr_db(a, b)
+        rec.update(
+            weights="random (diffusers' AutoencoderKLWan at the round's config, seed "
+                    f"{s.seed}): the error bfloat16 arithmetic adds on this architecture; measure a trained "
+                    "checkpoint again before serving it in bf16",
+            latent_frames=2 * s.block_frames, pixel_frames=int(a.shape[2]),
+            psnr_db=None if psnr is None else round(psnr, 2),
+            max_abs_diff=round(float((a.float() - b.float()).abs().max()), 5),
+            fp32_decode_s=round(ta, 4), bf16_decode_s=round(tb, 4),
+            bf16_speedup=round(ta / tb, 3) if tb > 0 else None,
+            min_psnr_db=VAE_BF16_MIN_PSNR_DB,
+            bf16_acceptable=psnr is None or psnr >= VAE_BF16_MIN_PSNR_DB,
+        )
+        del ref, low, a, b
+        _free_device_memory(s.device)
 
 
 def _stage_sessions(rnd: _Round) -> None:
@@ -642,6 +706,8 @@ def _summary(record: dict[str, Any]) -> dict[str, Any]:
         "peak_memory_bytes": max((v.get("peak_memory_bytes") or 0 for v in st.values()), default=0),
         "time_split_fraction": one.get("time_split_fraction"),
         "dit_tflops_per_s": one.get("dit_tflops_per_s"),
+        "vae_bf16_psnr_db": st["vae_bf16"].get("psnr_db"),
+        "vae_bf16_speedup": st["vae_bf16"].get("bf16_speedup"),
         "sessions_throughput_fps": {k: r.get("throughput_fps") for k, r in runs.items()},
         "gpu_tests": {k: st["gpu_tests"].get(k) for k in ("passed", "failed", "errors", "skipped")},
         "stages": {k: v["status"] for k, v in st.items()},

@@ -65,6 +65,13 @@ def test_dry_round_writes_every_field(dry_run):
     assert one["peak_memory_bytes"] > 0 and one["kv_bytes_peak"] > 0 and one["policy"].startswith("rolling:18")
     assert one["dit_tflop"] > 0 and one["dit_tflops_per_s"] > 0 and one["dit_tflop_per_block_steady"] > 0
 
+    vae = r["stages"]["vae_bf16"]  # the same latents decoded by the float32 VAE and a bfloat16 copy
+    assert vae["latent_frames"] == 6 and vae["pixel_frames"] == 21  # two streamed blocks: 9 + 12 frames
+    assert 20.0 < vae["psnr_db"] < 80.0 and 0.0 < vae["max_abs_diff"] <= 2.0  # bf16 really ran, and close
+    assert vae["fp32_decode_s"] > 0 and vae["bf16_decode_s"] > 0 and vae["min_psnr_db"] == 40.0
+    assert vae["bf16_acceptable"] == (vae["psnr_db"] >= 40.0) and vae["weights"].startswith("random")
+    assert setup["vae_dtype"] == "float32"  # the served codec stays float32: the stage decoded copies
+
     runs = r["stages"]["sessions"]["runs"]
     assert sorted(runs, key=int) == ["1", "2", "4"]
     for n, run in runs.items():
@@ -81,6 +88,7 @@ def test_dry_round_writes_every_field(dry_run):
     assert s["device_name"] == "cpu" and s["fps_including_decode"] == one["fps_including_decode"]
     assert s["time_to_first_block_s"] > 0 and s["peak_memory_bytes"] > 0
     assert set(s["sessions_throughput_fps"]) == {"1", "2", "4"} and s["stages"]["gpu_tests"] == "ok"
+    assert s["vae_bf16_psnr_db"] == vae["psnr_db"] and s["vae_bf16_speedup"] == vae["bf16_speedup"]
     assert '"fps_including_decode"' in stdout
 
 
@@ -113,7 +121,7 @@ def test_without_cuda_the_round_still_writes_its_json(tmp_path):
     r = json.loads(out.read_text())
     assert rc == 1 and r["complete"] is False and r["environment"]["device"] == "cuda"
     assert r["stages"]["setup"]["status"] == "failed" and "no CUDA device" in r["stages"]["setup"]["reason"]
-    for name in ("warmup", "single_session", "sessions"):
+    for name in ("warmup", "single_session", "vae_bf16", "sessions"):
         assert r["stages"][name]["status"] == "skipped" and "did not finish" in r["stages"][name]["reason"]
     assert r["summary"]["fps_including_decode"] is None
 
@@ -141,6 +149,15 @@ def test_sigterm_mid_stage_leaves_a_json_that_says_so(tmp_path):
     assert one["blocks_done"] == len(one["per_block"]) >= 1 and one["fps_including_decode"] > 0
     assert r["stages"]["sessions"]["reason"].startswith("not reached: SIGTERM")
     assert r["finished_utc"] and r["complete"] is False and r["stages"]["setup"]["status"] == "ok"
+
+
+def test_psnr_of_decoded_pixels_in_minus_one_to_one():
+    from inferix.gpu_round import psnr_db
+
+    a = torch.zeros(1, 3, 2, 4, 4)
+    assert psnr_db(a, a.clone()) is None  # equal: no finite PSNR
+    assert psnr_db(a, a + 0.02) == pytest.approx(40.0)  # peak 2 (pixels in [-1, 1]): 10 log10(4 / 4e-4)
+    assert psnr_db(a, (a + 0.02).to(torch.bfloat16)) == pytest.approx(40.0, abs=0.05)  # compared in float32
 
 
 @pytest.mark.parametrize(("name", "hw"), [("wan2.1-1.3b", (60, 104)), ("tiny", (16, 16))])
