@@ -40,3 +40,13 @@ def test_the_held_out_split_is_refused(sweep, tmp_path, capsys):
     with pytest.raises(SystemExit):
         sweep.main(["--suite", "scenarios/heldout/suite", "--out", str(tmp_path)])
     assert "held-out split is never swept" in capsys.readouterr().err
+
+
+def test_the_default_defects_are_physics_perturbations_a_rule_is_about(sweep):
+    """Every default defect exists in the perturbation library, and an interaction-family one (a hue swap, which
+    no physics rule judges) is not among them."""
+    from scenarios.perturb import NAMES
+
+    assert set(sweep.PHYSICS_DEFECTS) <= set(NAMES)
+    assert all(NAMES[d][0] == "physics" for d in sweep.PHYSICS_DEFECTS), \
+        {d: NAMES[d][0] for d in sweep.PHYSICS_DEFECTS if NAMES[d][0] != "physics"}
