@@ -69,7 +69,7 @@ def track_from_path(tid: int, name: str, centroid: np.ndarray, area: np.ndarray 
     bbox = np.where(seen[:, None], np.concatenate([centroid - r, centroid + r], axis=1), np.nan)
     return ObjectTrack(tid, name, centroid, np.where(seen, area, np.nan), bbox, np.full((T, 3), 100.0),
                        [VISIBLE if v else ABSENT for v in seen], np.zeros(T, bool), appeared=appeared,
-                       frame_size=frame_size)
+                       frame_size=frame_size, touching_mask=np.zeros(T, bool))
 
 
 def _canvas(T: int, H: int, W: int, floor_h: int) -> np.ndarray:

@@ -43,6 +43,7 @@ class ObjectTrack:
     appeared: bool = False  # first seen after frame 0, not from the border nor from behind something
     frame_size: tuple[int, int] = (0, 0)  # (H, W)
     elongation: np.ndarray | None = None  # float [T]: log principal-axis ratio of the mask (nan when unseen)
+    touching_mask: np.ndarray | None = None  # bool [T]: the mask touches another mask (``touching`` less the border)
 
     @property
     def at_border(self) -> np.ndarray:
@@ -102,6 +103,7 @@ class _Det:
     color: np.ndarray
     touching: bool
     elongation: float = 0.0
+    touching_mask: bool = False
 
 
 @dataclass
@@ -124,9 +126,10 @@ def _detections(frame: np.ndarray, labels: np.ndarray, names: dict[int, str]) ->
         ys, xs = np.nonzero(m)
         bbox = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], float)
         ring = _dilate(m) & ~m
-        touching = bool(bbox[0] <= 0 or bbox[1] <= 0 or bbox[2] >= W or bbox[3] >= H or (labels[ring] > 0).any())
+        near = bool((labels[ring] > 0).any())
+        touching = bool(bbox[0] <= 0 or bbox[1] <= 0 or bbox[2] >= W or bbox[3] >= H or near)
         dets.append(_Det(int(k), names.get(int(k), ""), m, np.array([xs.mean(), ys.mean()]), float(m.sum()), bbox,
-                         frame[m].reshape(-1, 3).mean(0).astype(float), touching, elongation(xs, ys)))
+                         frame[m].reshape(-1, 3).mean(0).astype(float), touching, elongation(xs, ys), near))
     return dets
 
 
@@ -362,10 +365,11 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
     bbox = np.full((T, 4), np.nan)
     col = np.full((T, 3), np.nan)
     touching = np.zeros(T, bool)
+    near = np.zeros(T, bool)
     elong = np.full(T, np.nan)
     for t, d in lv.rows.items():
         cen[t], area[t], bbox[t], col[t], touching[t] = d.centroid, d.area, d.bbox, d.color, d.touching
-        elong[t] = d.elongation
+        elong[t], near[t] = d.elongation, d.touching_mask
     ts = sorted(lv.rows)
     first = ts[0]
     state = [ABSENT] * T
@@ -391,7 +395,7 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
             box = d_prev.bbox + np.r_[shift, shift]
         state[t] = _explain(box, d_prev, all_dets[t], H, W, attached=attached)
     appeared = first > 0 and not lv.rows[first].touching and not _behind_something(lv.rows[first].bbox, all_dets[first - 1], lv.rows[first])
-    return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W), elong)
+    return ObjectTrack(lv.tid, lv.name, cen, area, bbox, col, state, touching, appeared, (H, W), elong, near)
 
 
 #: sightings a body must have, every one touching the same side of the frame, to be attached to that side
@@ -399,7 +403,7 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
 ATTACHED_SIGHTINGS = 3
 
 
-def _sides(bbox: np.ndarray, H: int, W: int) -> set[str]:
+def frame_sides(bbox: np.ndarray, H: int, W: int) -> set[str]:
     """The sides of the frame a box touches (within a pixel)."""
     x0, y0, x1, y1 = bbox
     hits = (("left", x0 <= 1), ("top", y0 <= 1), ("right", x1 >= W - 1), ("bottom", y1 >= H - 1))
@@ -412,9 +416,9 @@ def _attached(rows: list[_Det], H: int, W: int) -> set[str]:
     on its way out. Touching that side says nothing about leaving through it."""
     if len(rows) < ATTACHED_SIGHTINGS:
         return set()
-    out = _sides(rows[0].bbox, H, W)
+    out = frame_sides(rows[0].bbox, H, W)
     for d in rows[1:]:
-        out &= _sides(d.bbox, H, W)
+        out &= frame_sides(d.bbox, H, W)
     return out
 
 
@@ -427,7 +431,7 @@ def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int,
     x0, y0, x1, y1 = box
     inside = max(0.0, min(x1, W) - max(x0, 0)) * max(0.0, min(y1, H) - max(y0, 0))
     total = max(1e-6, (x1 - x0) * (y1 - y0))
-    at_border = bool(_sides(last.bbox, H, W) - set(attached))
+    at_border = bool(frame_sides(last.bbox, H, W) - set(attached))
     if inside / total < 0.5 or at_border:
         return EXITED
     if _behind_something(box, dets, None):

@@ -19,6 +19,12 @@ frame, which is no teleport of the body. Rigid objects keep every track (two pre
 paths); a declared rigid body's tracks of one name, merged, are one more path (v8: a body the
 tracker lost and found again elsewhere moved between the two).
 
+A body that reaches in from one side of the frame (a press hanging from the top: it touches that side in
+every sighting) has no whole sighting, and its centroid moves with the cut across that side; the
+coordinate *along* the side does not (v12, :func:`edge_path`): its sightings cut by that side alone make
+paths in that coordinate as a whole body's do (those touching no other mask; all of them, with the touching
+bound and slack: a press on the block it squeezes). Before v12 a hanging press's sideways jump passed.
+
 Score = exp(-excess / 0.05) (excess in frame heights).
 """
 
@@ -39,9 +45,9 @@ from tracks.physics.checks import (
     rule_dimension,
     slivers,
 )
-from tracks.physics.tracking import ObjectTrack
+from tracks.physics.tracking import ATTACHED_SIGHTINGS, ObjectTrack, frame_sides
 
-VERSION = "11"
+VERSION = "12"
 NAME = "continuity"
 #: what it reads of the rule (:func:`tracks.physics.checks.rule_key`): which bodies it follows, and they are
 #: the same thermal and material bodies its looser tolerance is for.
@@ -71,6 +77,32 @@ def touching_slack(tr: ObjectTrack, sightings: np.ndarray, height: int) -> float
     area = tr.area[sightings]
     size = float(np.sqrt(np.nanmedian(area))) if len(area) else 0.0
     return min(TOUCHING_SLACK, TOUCHING_SHARE * size / max(height, 1))
+
+
+def edge_path(tr: ObjectTrack) -> tuple[int, np.ndarray, np.ndarray, str] | None:
+    """For a body reaching in from one side of the frame: ``(axis, alone, touching, side)``, the coordinate along
+    that side (0 = x for the top or bottom, 1 = y for the left or right), its sightings cut by that side alone
+    that touch no other mask and those that touch one, and the side; ``None`` for any other body.
+
+    Attached means touching the side in every one of at least :data:`~tracks.physics.tracking.ATTACHED_SIGHTINGS`
+    sightings (``tracking._attached``'s rule). A body attached to two sides of one axis (a pillar from the top
+    to the bottom) is as free along it; one in a corner is cut in both coordinates and has no such path."""
+    if tr.touching_mask is None:  # a track made without the flag: it cannot say what else the body touches
+        return None
+    H, W = tr.frame_size
+    vis = np.flatnonzero(tr.visible)
+    if len(vis) < ATTACHED_SIGHTINGS:
+        return None
+    sides = [frame_sides(tr.bbox[t], H, W) for t in vis]
+    attached = set.intersection(*sides)
+    axes = {0 if side in ("top", "bottom") else 1 for side in attached}
+    if len(axes) != 1:
+        return None
+    cut = np.zeros(len(tr.state), bool)
+    for t, seen in zip(vis, sides, strict=True):
+        cut[t] = seen == attached
+    near = np.asarray(tr.touching_mask, bool)
+    return axes.pop(), cut & ~near, cut & near, "+".join(sorted(attached))
 
 
 def steps(cen: np.ndarray) -> np.ndarray:
@@ -257,17 +289,31 @@ def run(inp: CheckInput) -> CheckResult:
             # the ice grows in): its sightings inside the frame make the path. It loses area to
             # the body as fast as the body grows, so the usual same-body bound on the area holds.
             paths.append((inside, SAME_BODY, TOUCHING_SLACK))
+        edge = edge_path(tr) if int(whole.sum()) < 3 and int(inside.sum()) < 3 else None
+        free_axis: int | None = None
+        if edge is not None and int((edge[1] | edge[2]).sum()) >= 3:
+            # reaching in from a side: only the coordinate along it is the body's (its centroid across the
+            # side moves with the cut), judged on the sightings cut by that side alone, as a whole body's
+            # sightings are: untouched ones, and all of them with the touching bound and slack
+            free_axis, alone, near = edge[0], edge[1], edge[2]
+            paths = [(alone, SAME_BODY, 0.0)]
+            if near.any():
+                paths.append((alone | near, TOUCHING_SAME_BODY, touching_slack(tr, alone | near, inp.height)))
         key = n if n not in per else f"{n}#{tr.id}"
         for sightings, same_body, slack in paths:
             if int(sightings.sum()) < 3:
                 continue
             cen = np.where(sightings[:, None], tr.centroid, np.nan)
+            if free_axis is not None:
+                cen[:, 1 - free_axis] = np.where(sightings, 0.0, np.nan)
             area = np.where(sightings, tr.area, np.nan)
             tol = position_tolerance(inp, float(np.nanmedian(area))) + slack
             excess, at = jump_excess(cen / inp.height, tol, area, same_body, rigid=n in rigid)
             if key in per and float(per[key]["excess"]) >= excess:
                 continue  # the track's other path found the larger jump
             per[key] = {"excess": excess, "frame": at, "tolerance": tol}
+            if free_axis is not None and edge is not None:
+                per[key]["along_edge"] = edge[3]
             worst = max(worst, excess)
     # A rigid body is one body: where the tracker lost it and started a second track of its name
     # elsewhere (a small ball after a crf 35 resize, teleported across the frame), the step from
