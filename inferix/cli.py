@@ -54,6 +54,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--width", type=int, default=None, help="output width in pixels")
     p.add_argument("--text-encoder", default=None, help="local umT5 path (non-tiny models)")
     p.add_argument("--vae", default=None, help="local AutoencoderKLWan directory (non-tiny models)")
+    p.add_argument("--vae-dtype", default=None, choices=DTYPES,
+                   help="the Wan VAE's dtype (default: float32); bfloat16 decodes faster, its PSNR against float32 "
+                        "is what `inferix bench --gpu` measures (stage vae_bf16)")
     p.add_argument("--host-blocks", type=int, default=0, help="host (CPU) KV blocks for offloading cold blocks")
 
 
@@ -81,7 +84,7 @@ def _load(args: argparse.Namespace) -> Any:
     from inferix.registry import load_model
 
     options = {k: v for k, v in (("text_encoder", args.text_encoder), ("vae", args.vae)) if v}
-    return load_model(args.model, device=args.device, dtype=args.dtype, **options)
+    return load_model(args.model, device=args.device, dtype=args.dtype, vae_dtype=args.vae_dtype, **options)
 
 
 def _start_sequence_parallel(args: argparse.Namespace) -> int:

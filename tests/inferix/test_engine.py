@@ -602,3 +602,31 @@ def test_a_reindexing_window_keeps_the_gather_path(tiny):
     """Re-indexed positions change every block, so keys cannot be stored rotated: the gather path serves."""
     assert not _engine(tiny, policy="sink:3:6@reindex").backend.rotated_buffers
     assert _engine(tiny, policy="full@reindex").backend.rotated_buffers
+
+
+def test_vae_dtype_casts_the_wan_vae_and_is_refused_for_a_codec_that_is_no_vae():
+    """``load_model(..., vae_dtype="bfloat16")`` (``inferix generate --vae-dtype``) decodes with a bf16 Wan VAE
+    (the bench's ``vae_bf16`` stage measures what that costs); the tiny model's identity codec has no VAE to cast,
+    and saying so beats silently decoding in float32."""
+    import dataclasses
+
+    from diffusers import AutoencoderKLWan
+
+    from inferix.models.vae import WanVAECodec
+    from inferix.registry import _cast_vae
+
+    with pytest.raises(ValueError, match="decodes with IdentityCodec, not a Wan VAE"):
+        load_model("tiny", vae_dtype="bfloat16")
+    with pytest.raises(ValueError, match="vae_dtype must be one of"):
+        load_model("tiny", vae_dtype="float64")
+    torch.manual_seed(0)
+    vae = AutoencoderKLWan(base_dim=4, z_dim=4, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
+                           temperal_downsample=[False, True, True]).eval()
+    z = torch.randn(1, 4, 3, 8, 8)
+    want = WanVAECodec(vae).decode(z)
+    lm = dataclasses.replace(load_model("tiny"), codec=WanVAECodec(vae))
+    _cast_vae(lm, "bfloat16")
+    assert lm.codec.dtype == torch.bfloat16
+    got = lm.codec.stream_decoder().decode(z)
+    mse = float(((got.float() - want) ** 2).mean())
+    assert mse > 0.0 and 10 * np.log10(4.0 / mse) > 30.0  # bf16 rounding, not another picture
