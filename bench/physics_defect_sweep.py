@@ -16,7 +16,7 @@ Usage:
         [--defects teleport,vanish,...] [--seeds 0]
 
 Session 61 (smoke, seed 0, strength 1.0, physics v24): ``bench/records/physics_defect_sweep_s61_smoke.md``;
-session 62 (``physics_tune``, six defects, physics v25): ``bench/records/physics_defect_sweep_s62_physics_tune.md``.
+session 62 (``physics_tune``, physics v25 and v26): ``bench/records/physics_defect_sweep_s62_physics_tune.md``.
 """
 
 from __future__ import annotations

@@ -159,6 +159,8 @@ def _cast_vae(loaded: LoadedModel, vae_dtype: str) -> None:
 
     codec = loaded.codec
     if not isinstance(codec, WanVAECodec):
+        if vae_dtype == "float32":  # what an identity codec computes in anyway
+            return
         raise ValueError(f"vae_dtype={vae_dtype!r}: model {loaded.name!r} decodes with {type(codec).__name__}, "
                          "not a Wan VAE (pass vae=PATH, a local AutoencoderKLWan directory, or leave vae_dtype unset)")
     if codec.dtype != getattr(torch, vae_dtype):

@@ -619,6 +619,7 @@ def test_vae_dtype_casts_the_wan_vae_and_is_refused_for_a_codec_that_is_no_vae()
         load_model("tiny", vae_dtype="bfloat16")
     with pytest.raises(ValueError, match="vae_dtype must be one of"):
         load_model("tiny", vae_dtype="float64")
+    assert load_model("tiny", vae_dtype="float32").codec is not None  # float32 asks nothing of an identity codec
     torch.manual_seed(0)
     vae = AutoencoderKLWan(base_dim=4, z_dim=4, dim_mult=[1, 1, 1, 1], num_res_blocks=1,
                            temperal_downsample=[False, True, True]).eval()
