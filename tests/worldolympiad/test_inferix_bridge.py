@@ -99,6 +99,19 @@ def test_the_dtype_option_reaches_the_model_and_a_bad_one_is_a_model_error():
         bad.generate(_case(num_frames=8), seed=0)
 
 
+def test_the_vae_dtype_option_reaches_the_loader():
+    """``--option model.vae_dtype=...`` is passed to ``inferix.registry.load_model`` (not ignored): the tiny
+    model's identity codec takes float32 and refuses bfloat16 with the fix."""
+    m = build_model("inferix:tiny", steps="1", vae_dtype="float32")
+    try:
+        assert "vae_dtype" not in m.ignored_options
+        assert m.generate(_case(num_frames=8), seed=0).frames.shape == (8, 16, 16, 3)
+    finally:
+        m.close()
+    with pytest.raises(ModelError, match="not a Wan VAE"):
+        build_model("inferix:tiny", vae_dtype="bfloat16").generate(_case(num_frames=8), seed=0)
+
+
 def test_engine_uses_the_models_own_kv_policy_unless_an_option_overrides_it(model, monkeypatch):
     lm = model.loaded
     monkeypatch.setattr(lm, "cache_policy", "rolling:3")

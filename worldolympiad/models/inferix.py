@@ -102,6 +102,8 @@ class InferixModel(WorldModel):
         "text_encoder": OptionSpec("path", None, "text encoder to load instead of the bundle's"),
         "vae": OptionSpec("path", None, "VAE to load instead of the bundle's"),
         "dtype": OptionSpec("str", None, "DiT and KV-cache dtype, e.g. bfloat16 (default float32)"),
+        "vae_dtype": OptionSpec("str", None, "Wan VAE dtype, e.g. bfloat16 (default float32; `inferix bench --gpu` "
+                                "measures its PSNR against float32)"),
         "unknown_action": OptionSpec("str", "error", "an action the model does not know: error or default "
                                      "(generate with the model's default action)", ("error", "default")),
         "native_size": OptionSpec("bool", False, "generate at the model's native size, not the case's"),
@@ -160,7 +162,7 @@ class InferixModel(WorldModel):
         self.native_size = _bool(options.pop("native_size", False))
         self.size = _parse_hw(options.pop("size", None))
         self.cache_dir = options.pop("cache_dir", None)  # the evaluator's reference cache (first frames)
-        self.load_options = {k: options.pop(k) for k in ("text_encoder", "vae", "dtype") if options.get(k)}
+        self.load_options = {k: options.pop(k) for k in ("text_encoder", "vae", "dtype", "vae_dtype") if options.get(k)}
         self.ignored_options = sorted(options)
         self._loaded: Any = None
 
