@@ -13,7 +13,10 @@ split (``scenarios/heldout``), whose cases no track may be tuned on.
 
 Usage:
     MUJOCO_GL=egl python bench/physics_defect_sweep.py --suite smoke --out OUT [--strength 1.0]
-        [--defects teleport,vanish,...] [--seeds 0]
+        [--defects teleport,vanish,...] [--seeds 0] [--record NAME]
+
+``--record NAME`` also writes the listing to ``bench/records/NAME.md`` with the command, the commit measured, the
+physics track version and the date (a record to commit; add the triage by hand).
 
 Session 61 (smoke, seed 0, strength 1.0, physics v24): ``bench/records/physics_defect_sweep_s61_smoke.md``;
 session 62 (``physics_tune``, physics v25 and v26): ``bench/records/physics_defect_sweep_s62_physics_tune.md``.
@@ -84,6 +87,37 @@ def suite_arg(name: str, out: Path) -> str:
     return str(path)
 
 
+def listing(judged: int, missed: list[tuple[str, int, str, float, float]],
+            unchanged: list[tuple[str, int, str, float, float]], strength: float) -> str:
+    """The sweep's verdict as printed: how many pairs were judged, then each miss and each no-op."""
+    lines = [f"{judged} (case, seed, defect) pairs with a verdict on both; the defect scored at least the reference on"
+             f" {len(missed)} (and left the video unchanged on {len(unchanged)}):"]
+    lines += [f"  MISSED   {case} s{seed} {d}@{strength:g}: reference {rs:.3f}, defect {ds:.3f}"
+              for case, seed, d, rs, ds in missed]
+    lines += [f"  no-op    {case} s{seed} {d}@{strength:g}: the same video ({rs:.3f})" for case, seed, d, rs, _ in unchanged]
+    return "\n".join(lines)
+
+
+def record_text(text: str, argv: list[str], suite: str) -> str:
+    """A record of the listing: the command, the commit and physics version measured, the date."""
+    from datetime import datetime, timezone
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=30).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    version = yaml.safe_load((root / "tracks" / "physics" / "track.yaml").read_text())["version"]
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    made = f"commit `{commit}`" if commit else "a tree that is not a git checkout (commit unknown)"
+    return (f"# Physics defect sweep: {suite}\n\nMeasured on {made}, physics v{version}, {when}. Command:\n\n"
+            f"```\nMUJOCO_GL=egl OMP_NUM_THREADS=1 python bench/physics_defect_sweep.py {' '.join(argv)}\n```\n\n"
+            f"```\n{text}\n```\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="example: python bench/physics_defect_sweep.py --suite smoke --out /tmp/sweep")
@@ -93,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strength", type=float, default=1.0, help="defect strength (default: 1.0)")
     ap.add_argument("--defects", default=",".join(PHYSICS_DEFECTS), help="comma-separated perturbation names")
     ap.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
+    ap.add_argument("--record", default=None, metavar="NAME", help="also write the listing to bench/records/NAME.md")
     args = ap.parse_args(argv)
     from scenarios.heldout.splits import SPLITS
 
@@ -119,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             base = ref[key][0]["score"]
             if r["score"] >= base:
                 (unchanged if _same_video((r, run), ref[key]) else missed).append((key[0], key[1], d, base, r["score"]))
-    print(f"\n{judged} (case, seed, defect) pairs with a verdict on both; the defect scored at least the reference on"
-          f" {len(missed)} (and left the video unchanged on {len(unchanged)}):")
-    for case, seed, d, rs, ds in missed:
-        print(f"  MISSED   {case} s{seed} {d}@{args.strength:g}: reference {rs:.3f}, defect {ds:.3f}")
-    for case, seed, d, rs, _ in unchanged:
-        print(f"  no-op    {case} s{seed} {d}@{args.strength:g}: the same video ({rs:.3f})")
+    text = listing(judged, missed, unchanged, args.strength)
+    print("\n" + text)
+    if args.record:
+        dst = Path(__file__).resolve().parent / "records" / f"{args.record}.md"
+        dst.write_text(record_text(text, sys.argv[1:] if argv is None else list(argv), args.suite))
+        print(f"recorded {dst}")
     return 0
 
 

@@ -50,3 +50,16 @@ def test_the_default_defects_are_physics_perturbations_a_rule_is_about(sweep):
     assert set(sweep.PHYSICS_DEFECTS) <= set(NAMES)
     assert all(NAMES[d][0] == "physics" for d in sweep.PHYSICS_DEFECTS), \
         {d: NAMES[d][0] for d in sweep.PHYSICS_DEFECTS if NAMES[d][0] != "physics"}
+
+
+def test_the_listing_and_its_record_name_what_was_measured(sweep):
+    text = sweep.listing(4, [("c1", 0, "vanish", 1.0, 1.0)], [("c2", 1, "appear", 0.9, 0.9)], 1.0)
+    assert text.splitlines() == [
+        "4 (case, seed, defect) pairs with a verdict on both; the defect scored at least the reference on 1 (and left "
+        "the video unchanged on 1):",
+        "  MISSED   c1 s0 vanish@1: reference 1.000, defect 1.000",
+        "  no-op    c2 s1 appear@1: the same video (0.900)"]
+    rec = sweep.record_text(text, ["--suite", "physics_tune", "--out", "OUT"], "physics_tune")
+    assert rec.startswith("# Physics defect sweep: physics_tune\n")
+    assert "python bench/physics_defect_sweep.py --suite physics_tune --out OUT" in rec and text in rec
+    assert "physics v" in rec and ("commit `" in rec or "commit unknown" in rec)
