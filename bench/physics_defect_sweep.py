@@ -43,11 +43,16 @@ PHYSICS_DEFECTS = ("teleport", "vanish", "appear", "gravity_reversed", "gravity_
                    "shape_morph", "time_reversal", "frozen")
 
 
-def _scores(out: Path, model: str, suite: str, seeds: list[int]) -> dict[tuple[str, int], tuple[dict, Path]]:
-    """``(case, seed) -> (physics row, its run directory)`` of ``model``'s run at the current track version."""
+def _run_dir(out: Path, model: str, suite: str, seeds: list[int]) -> Path:
+    """``model``'s run directory at the current track version."""
     from worldolympiad.evaluator import make_run_spec
 
-    run = out / make_run_spec(model, suite, ["physics"], seeds).dirname
+    return out / make_run_spec(model, suite, ["physics"], seeds).dirname
+
+
+def _scores(out: Path, model: str, suite: str, seeds: list[int]) -> dict[tuple[str, int], tuple[dict, Path]]:
+    """``(case, seed) -> (physics row, its run directory)`` of ``model``'s run at the current track version."""
+    run = _run_dir(out, model, suite, seeds)
     rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     return {(r["case_id"], int(r["seed"])): (r, run) for r in rows if r.get("track") == "physics"}
 
@@ -68,13 +73,12 @@ def suite_arg(name: str, out: Path) -> str:
     """What ``evaluate-model --suite`` is given for ``name``: a built-in suite name or a suite file as is; a
     bench tuning suite (``physics_tune``, a folder of ``bench/suites``) is built into ``OUT/suites/NAME.json``
     (``evaluate-model`` knows only the built-in suite names)."""
-    from scenarios.heldout.splits import SPLITS
+    from scenarios.heldout.splits import SPLITS, tuning_suite
     from scenarios.suites import SUITE_NAMES
 
     if name in SUITE_NAMES or Path(name).is_file():
         return name
-    folders = {p.name: p for p in SPLITS["tuning"]} | {str(p.resolve()): p for p in SPLITS["tuning"]}
-    folder = folders.get(name) or folders.get(str(Path(name).resolve()))
+    folder = tuning_suite(name)
     if folder is None:
         raise SystemExit(f"--suite: {name!r} is neither a suite name ({', '.join(SUITE_NAMES)}), a suite file nor a "
                          f"tuning-split suite folder ({', '.join(sorted(p.name for p in SPLITS['tuning']))})")
@@ -98,20 +102,14 @@ def listing(judged: int, missed: list[tuple[str, int, str, float, float]],
     return "\n".join(lines)
 
 
-def record_text(text: str, argv: list[str], suite: str) -> str:
-    """A record of the listing: the command, the commit and physics version measured, the date."""
+def record_text(text: str, argv: list[str], suite: str, spec: dict) -> str:
+    """A record of the listing: the command, and the commit and physics version the reference run recorded
+    (``spec``: its ``run_spec.json``), and the date."""
     from datetime import datetime, timezone
 
-    import yaml
-
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=30).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    version = yaml.safe_load((root / "tracks" / "physics" / "track.yaml").read_text())["version"]
+    version = dict(spec.get("track_versions") or []).get("physics", "?")
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    commit = spec.get("git_hash")
     made = f"commit `{commit}`" if commit else "a tree that is not a git checkout (commit unknown)"
     return (f"# Physics defect sweep: {suite}\n\nMeasured on {made}, physics v{version}, {when}. Command:\n\n"
             f"```\nMUJOCO_GL=egl OMP_NUM_THREADS=1 python bench/physics_defect_sweep.py {' '.join(argv)}\n```\n\n"
@@ -158,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + text)
     if args.record:
         dst = Path(__file__).resolve().parent / "records" / f"{args.record}.md"
-        dst.write_text(record_text(text, sys.argv[1:] if argv is None else list(argv), args.suite))
+        spec = json.loads((_run_dir(args.out, "reference", suite, seeds) / "run_spec.json").read_text())
+        dst.write_text(record_text(text, sys.argv[1:] if argv is None else list(argv), args.suite, spec))
         print(f"recorded {dst}")
     return 0
 

@@ -231,17 +231,14 @@ def register_heldout() -> None:
 
 def tuning_suite_dir(name: str) -> Path:
     """The folder of a tuning-split suite given by path or by name (``physics_tune``); anything else exits."""
-    from scenarios.heldout.splits import SPLITS
+    from scenarios.heldout.splits import SPLITS, tuning_suite
 
-    folders = {p.resolve(): p for p in SPLITS["tuning"]}
-    by_name = {p.name: p for p in SPLITS["tuning"]}
-    path = Path(name).resolve()
-    if path in folders:
-        return folders[path]
-    if name in by_name:
-        return by_name[name]
-    raise SystemExit(f"--tuning-suite: {name!r} is not a tuning-split suite; known: {', '.join(sorted(by_name))} "
-                     "(the held-out split is the default; see scenarios/heldout/splits.py)")
+    folder = tuning_suite(name)
+    if folder is None:
+        raise SystemExit(f"--tuning-suite: {name!r} is not a tuning-split suite; known: "
+                         f"{', '.join(sorted(p.name for p in SPLITS['tuning']))} "
+                         "(the held-out split is the default; see scenarios/heldout/splits.py)")
+    return folder
 
 
 def heldout_cases(quick: bool, only: Sequence[str] = (), suite_dir: Path | None = None) -> list[Any]:

@@ -33,6 +33,14 @@ SPLITS: dict[str, tuple[Path, ...]] = {
 HELDOUT_GENERATORS: tuple[str, ...] = ("heldout.shape_drop", "heldout.photo_camera")
 
 
+def tuning_suite(name: str) -> Path | None:
+    """The folder of a tuning-split suite given by name (``physics_tune``, ``smoke``) or by path; ``None`` for
+    anything else (the held-out split's folders included)."""
+    by_name = {p.name: p for p in SPLITS["tuning"]}
+    by_path = {p.resolve(): p for p in SPLITS["tuning"]}
+    return by_path.get(Path(name).resolve()) or by_name.get(name)
+
+
 def setting_key(generator: str, params: dict[str, Any]) -> str:
     """A canonical string for a generator with its params (lists and tuples compare equal)."""
     return generator + " " + json.dumps(params, sort_keys=True, default=list)

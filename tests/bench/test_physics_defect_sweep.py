@@ -59,7 +59,8 @@ def test_the_listing_and_its_record_name_what_was_measured(sweep):
         "the video unchanged on 1):",
         "  MISSED   c1 s0 vanish@1: reference 1.000, defect 1.000",
         "  no-op    c2 s1 appear@1: the same video (0.900)"]
-    rec = sweep.record_text(text, ["--suite", "physics_tune", "--out", "OUT"], "physics_tune")
+    spec = {"git_hash": "abc123", "track_versions": [["physics", "26"]]}  # the reference run's run_spec.json
+    rec = sweep.record_text(text, ["--suite", "physics_tune", "--out", "OUT"], "physics_tune", spec)
     assert rec.startswith("# Physics defect sweep: physics_tune\n")
     assert "python bench/physics_defect_sweep.py --suite physics_tune --out OUT" in rec and text in rec
     assert "physics v" in rec and ("commit `" in rec or "commit unknown" in rec)

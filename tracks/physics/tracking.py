@@ -384,7 +384,7 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
             continue
         d_prev = lv.rows[prev]
         if t == prev + 1:  # the first frame of a gap: the sides every sighting so far touched
-            attached = _attached([lv.rows[u] for u in ts if u <= prev], H, W)
+            attached = attached_sides([lv.rows[u].bbox for u in ts if u <= prev], H, W)
         nxt = next((u for u in ts if u > t), None)
         if nxt is not None:  # interpolate the box across the gap
             a = (t - prev) / (nxt - prev)
@@ -399,7 +399,7 @@ def _finalize(lv: _Live, all_dets: list[list[_Det]], T: int, H: int, W: int) -> 
 
 
 #: sightings a body must have, every one touching the same side of the frame, to be attached to that side
-#: (:func:`_attached`).
+#: (:func:`attached_sides`).
 ATTACHED_SIGHTINGS = 3
 
 
@@ -410,23 +410,21 @@ def frame_sides(bbox: np.ndarray, H: int, W: int) -> set[str]:
     return {side for side, hit in hits if hit}
 
 
-def _attached(rows: list[_Det], H: int, W: int) -> set[str]:
-    """Sides of the frame that every sighting so far touches (at least :data:`ATTACHED_SIGHTINGS` of them):
-    a body that reaches in from there (a press hanging from the top, a table along the bottom), not one
-    on its way out. Touching that side says nothing about leaving through it."""
-    if len(rows) < ATTACHED_SIGHTINGS:
+def attached_sides(boxes: list[np.ndarray], H: int, W: int) -> set[str]:
+    """Sides of the frame that every one of a body's sighting ``boxes`` touches (at least
+    :data:`ATTACHED_SIGHTINGS` of them): a body that reaches in from there (a press hanging from the top, a table
+    along the bottom), not one on its way out. Touching that side says nothing about leaving through it, and
+    its centroid across that side moves with the cut (``continuity.edge_path``)."""
+    if len(boxes) < ATTACHED_SIGHTINGS:
         return set()
-    out = frame_sides(rows[0].bbox, H, W)
-    for d in rows[1:]:
-        out &= frame_sides(d.bbox, H, W)
-    return out
+    return set.intersection(*(frame_sides(b, H, W) for b in boxes))
 
 
 def _explain(box: np.ndarray, last: _Det, dets: list[_Det], H: int, W: int,
              attached: set[str] | frozenset[str] = frozenset()) -> str:
     """Why a track is unmatched at a frame: out of view, behind another mask, or missing. A body last seen
     touching the border left through it, unless it touched that side in every sighting (``attached``,
-    :func:`_attached`): a press hanging from the top that vanishes mid-stroke did not leave (physics v24);
+    :func:`attached_sides`): a press hanging from the top that vanishes mid-stroke did not leave (physics v24);
     one that retracts out of view shrinks to a sliver first (``permanence`` forgives that)."""
     x0, y0, x1, y1 = box
     inside = max(0.0, min(x1, W) - max(x0, 0)) * max(0.0, min(y1, H) - max(y0, 0))

@@ -45,7 +45,7 @@ from tracks.physics.checks import (
     rule_dimension,
     slivers,
 )
-from tracks.physics.tracking import ATTACHED_SIGHTINGS, ObjectTrack, frame_sides
+from tracks.physics.tracking import ObjectTrack, attached_sides, frame_sides
 
 VERSION = "12"
 NAME = "continuity"
@@ -84,23 +84,20 @@ def edge_path(tr: ObjectTrack) -> tuple[int, np.ndarray, np.ndarray, str] | None
     that side (0 = x for the top or bottom, 1 = y for the left or right), its sightings cut by that side alone
     that touch no other mask and those that touch one, and the side; ``None`` for any other body.
 
-    Attached means touching the side in every one of at least :data:`~tracks.physics.tracking.ATTACHED_SIGHTINGS`
-    sightings (``tracking._attached``'s rule). A body attached to two sides of one axis (a pillar from the top
-    to the bottom) is as free along it; one in a corner is cut in both coordinates and has no such path."""
+    Attached: :func:`~tracks.physics.tracking.attached_sides` of all its sightings (the tracker's rule for not
+    leaving through that side). A body attached to two sides of one axis (a pillar from the top to the bottom) is
+    as free along it; one in a corner is cut in both coordinates and has no such path."""
     if tr.touching_mask is None:  # a track made without the flag: it cannot say what else the body touches
         return None
     H, W = tr.frame_size
     vis = np.flatnonzero(tr.visible)
-    if len(vis) < ATTACHED_SIGHTINGS:
-        return None
-    sides = [frame_sides(tr.bbox[t], H, W) for t in vis]
-    attached = set.intersection(*sides)
+    attached = attached_sides([tr.bbox[t] for t in vis], H, W)
     axes = {0 if side in ("top", "bottom") else 1 for side in attached}
     if len(axes) != 1:
         return None
     cut = np.zeros(len(tr.state), bool)
-    for t, seen in zip(vis, sides, strict=True):
-        cut[t] = seen == attached
+    for t in vis:
+        cut[t] = frame_sides(tr.bbox[t], H, W) == attached
     near = np.asarray(tr.touching_mask, bool)
     return axes.pop(), cut & ~near, cut & near, "+".join(sorted(attached))
 
