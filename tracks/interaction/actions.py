@@ -16,7 +16,7 @@ vocabulary and its actions: the track reports it as that case's error.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from worldolympiad.types import Action, Case
+from worldolympiad.types import Action, Case, Chunk
 from worldolympiad.validate import AMBIGUOUS_DIRECTIONS
 
 DATA = Path(__file__).with_name("data") / "action_spaces.yaml"
@@ -155,11 +155,14 @@ def _camera_move(name: str, e: Mapping[str, Any], case: Case, frames: int) -> Ex
     return ExpectedMotion(name, "camera", "translate", d, pan_speed if exact else None)
 
 
-def _structured(action: dict[str, Any], case: Case, frames: int = 1) -> ExpectedMotion | None:
+def _structured(action: dict[str, Any], case: Case, frames: int = 1, at: np.ndarray | None = None) -> ExpectedMotion | None:
     """Actions that carry their own motion.
 
     * ``{"name": ..., "delta": [dx, dy, dz]}`` (world metres): end-effector displacement,
-      projected through the case camera.
+      projected through the case camera. Where ``at`` (the end effector's world position at the
+      chunk's start, :func:`chunk_expectations`) is known, its start and end are projected: the
+      image direction includes the perspective of a move toward or away from the camera, and the
+      magnitude (fraction of the width per frame over ``frames``) is known (v21).
     * ``{"name": ..., "translation": [x, y, z], "yaw_deg": d}``: a camera move over the chunk
       in the camera frame (fly-throughs); read like a camera vocabulary entry, with no
       per-frame magnitude (the reference video gives it).
@@ -177,6 +180,13 @@ def _structured(action: dict[str, Any], case: Case, frames: int = 1) -> Expected
     if case.camera is None or not len(case.camera.poses):
         raise UnknownActionError(f"action {name!r} moves by a world-space delta but case {case.id!r} has no camera "
                                  "pose to project it into the image; add case.camera")
+    if at is not None and d.size >= 3:
+        ends = [_project(case, np.asarray(at, dtype=np.float64) + k * d[:3]) for k in (0.0, 1.0)]
+        if ends[0] is not None and ends[1] is not None:
+            step = (ends[1] - ends[0]) / case.width / max(1, frames)
+            img, speed = _unit(step)
+            if speed > 0:
+                return ExpectedMotion(name, "agent", "translate", img, speed)
     R_wc = case.camera.poses[0][:3, :3].T  # world -> camera rotation
     dc = R_wc @ d[:3] if d.size >= 3 else np.r_[d, 0.0]
     img, _ = _unit(dc[:2])  # OpenCV camera: x right, y down; depth change ignored for direction
@@ -203,11 +213,12 @@ def vocabulary_for(case: Case) -> tuple[str, dict[str, Any], bool]:
                              f"the defaults {sorted(spaces)} matches; add one")
 
 
-def expected_motion(action: Action, case: Case, frames: int = 1) -> ExpectedMotion | None:
+def expected_motion(action: Action, case: Case, frames: int = 1, at: np.ndarray | None = None) -> ExpectedMotion | None:
     """The expected motion of ``action`` in ``case`` (``None`` when the chunk has no action).
 
     ``frames`` is the chunk's length: structured camera moves give their motion over the whole
-    chunk.
+    chunk. ``at``: the end effector's world position at the chunk's start, where known
+    (:func:`chunk_expectations`).
 
     Raises:
         UnknownActionError: the action is not in the case's vocabulary (message lists it).
@@ -215,7 +226,7 @@ def expected_motion(action: Action, case: Case, frames: int = 1) -> ExpectedMoti
     if action is None:
         return None
     if isinstance(action, dict):
-        s = _structured(action, case, frames)
+        s = _structured(action, case, frames, at)
         if s is not None:
             return s
     name = action_name(action)
@@ -238,6 +249,56 @@ def expected_motion(action: Action, case: Case, frames: int = 1) -> ExpectedMoti
             "{\"kind\": \"image_translation\", \"actions\": {\"left\": {\"translation\": [-1, 0]}}}) "
             "or metadata.game / action_space_name naming a shipped vocabulary")
     return _from_canonical(key, entry)
+
+
+def _project(case: Case, point: np.ndarray) -> np.ndarray | None:
+    """Pixel ``(u, v)`` of a world point through the case camera's intrinsics and first pose (``None`` behind it)."""
+    assert case.camera is not None
+    pose = case.camera.poses[0]
+    xc = pose[:3, :3].T @ (np.asarray(point, float) - pose[:3, 3])  # world -> camera (OpenCV: z forward)
+    if xc[2] <= 1e-6:
+        return None
+    return np.asarray(case.camera.K @ (xc / xc[2]), dtype=np.float64)[:2]
+
+
+def chunk_expectations(case: Case, chunks: Sequence[Chunk]) -> list[ExpectedMotion | None]:
+    """:func:`expected_motion` of every chunk's action, where end-effector moves know where the arm is.
+
+    A robot case that gives the end effector's first position (``metadata.start_ee``, world metres) and a
+    camera: each chunk's ``{"delta": ...}`` starts where the commanded deltas before it left the end effector,
+    so its image direction and speed are the projection of that move (v21). Before, the delta was rotated into
+    the camera and its depth dropped: a lift seen from above (the tuning pick at 78 degrees) asked for no speed
+    in particular, and its true image motion (0.001 of the width a frame) was judged against the 0.002 floor
+    every tracker needs when the size of the motion is unknown.
+    """
+    start = case.metadata.get("start_ee")
+    at = (np.asarray(start, dtype=np.float64) if start is not None and len(start) == 3 and case.camera is not None
+          and len(case.camera.poses) else None)
+    out: list[ExpectedMotion | None] = []
+    for c in chunks:
+        out.append(expected_motion(c.action, case, c.num_frames, at=at))
+        delta = c.action.get("delta") if isinstance(c.action, dict) else None
+        if at is not None and delta is not None and len(delta) >= 3:
+            at = at + np.asarray(delta, dtype=np.float64)[:3]
+    return out
+
+
+def agent_start(case: Case) -> dict[str, Any] | None:
+    """Where an agent with no known colour is in the first frame, when the case says: a robot's end effector
+    (``metadata.start_ee``, world metres) projected through the case camera (its intrinsics and first pose), as
+    ``{"color": None, "start": [x, y], "resolution": [H, W]}`` in the case's pixels (``None`` without either, or
+    for a point behind the camera or outside the picture). :func:`tracks.interaction.motion.agent_motion` then
+    follows the end effector by its own texture from there (interaction v21) instead of by background blobs."""
+    start = case.metadata.get("start_ee")
+    if start is None or case.camera is None or not len(case.camera.poses) or len(start) != 3:
+        return None
+    uv = _project(case, np.asarray(start, float))
+    if uv is None:
+        return None
+    u, v = uv
+    if not (0 <= u < case.width and 0 <= v < case.height):
+        return None
+    return {"color": None, "start": [float(u), float(v)], "resolution": [int(case.height), int(case.width)]}
 
 
 def agent_appearance(case: Case) -> dict[str, Any] | None:

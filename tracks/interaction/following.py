@@ -41,6 +41,8 @@ from tracks.interaction.actions import (
     ExpectedMotion,
     UnknownActionError,
     agent_appearance,
+    agent_start,
+    chunk_expectations,
     expected_motion,
     vocabulary_for,
 )
@@ -52,6 +54,24 @@ from worldolympiad.types import Case, Chunk
 TRANSLATE_FLOOR = 0.002
 ZOOM_FLOOR = 0.002
 MIN_COSINE = 0.5
+#: Where the expected speed is known and the agent is followed by its own points (``tracking == "points"``: they hold
+#: exactly still when it does), the floor is half the expected speed, between this and :data:`TRANSLATE_FLOOR` (v21).
+POINT_FLOOR = 0.0004
+
+
+def motion_floor(exp: ExpectedMotion, series: MotionSeries | None) -> float:
+    """The speed under which ``series`` cannot tell ``exp``'s motion from stillness.
+
+    :data:`TRANSLATE_FLOOR` / :data:`ZOOM_FLOOR` where the motion's size is unknown or the tracker has its own noise
+    (a blob's centroid, a colour mask's edge). An end effector followed by its points, moving by a projected
+    command of known speed (:func:`~tracks.interaction.actions.chunk_expectations`), is judged against half that
+    speed (at least :data:`POINT_FLOOR`): a lift filmed from above moves its gripper 0.001 of the width a frame,
+    under the blind floor, and a still video's points read exactly 0 (v21)."""
+    if exp.mode == "zoom":
+        return ZOOM_FLOOR
+    if exp.mode == "translate" and exp.magnitude and series is not None and series.tracking == "points":
+        return float(np.clip(0.5 * exp.magnitude, POINT_FLOOR, TRANSLATE_FLOOR))
+    return TRANSLATE_FLOOR
 
 
 @dataclass
@@ -69,6 +89,7 @@ class ChunkFollowing:
     magnitude_error: float | None = None
     onset_frames: float | None = None
     chance: float | None = None
+    floor: float = TRANSLATE_FLOOR  # the speed under which it is still (motion_floor)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 5) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -99,8 +120,7 @@ class FollowingReport:
             return None
         def moved(c: ChunkFollowing) -> bool:
             v = np.asarray(c.mean_motion, dtype=np.float64)
-            floor = ZOOM_FLOOR if c.mode == "zoom" else TRANSLATE_FLOOR
-            return bool(np.isfinite(v).all() and float(np.linalg.norm(v)) > floor)
+            return bool(np.isfinite(v).all() and float(np.linalg.norm(v)) > c.floor)
         return float(np.mean([moved(c) for c in asked]))
 
     @property
@@ -125,7 +145,8 @@ class FollowingReport:
 
 def _series(frames: np.ndarray, target: str, case: Case, cache: dict[str, MotionSeries]) -> MotionSeries:
     if target not in cache:
-        cache[target] = camera_motion(frames) if target == "camera" else agent_motion(frames, agent_appearance(case))
+        cache[target] = (camera_motion(frames) if target == "camera"
+                         else agent_motion(frames, agent_appearance(case) or agent_start(case)))
     return cache[target]
 
 
@@ -151,31 +172,33 @@ def _mean_vec(series: MotionSeries, sl: slice, mode: str) -> np.ndarray:
     return tr[ok].mean(axis=0) if ok.any() else np.array([np.nan, np.nan])
 
 
-def _direction_ok(v: np.ndarray, exp: ExpectedMotion) -> bool:
+def _direction_ok(v: np.ndarray, exp: ExpectedMotion, floor: float | None = None) -> bool:
     if not np.isfinite(v).all():
         return False
+    floor = motion_floor(exp, None) if floor is None else floor
     if exp.mode == "zoom":
-        return bool(v[0] * exp.direction[0] > ZOOM_FLOOR)
+        return bool(v[0] * exp.direction[0] > floor)
     speed = float(np.linalg.norm(v))
     if exp.mode == "none":
-        return speed < TRANSLATE_FLOOR
-    return speed > TRANSLATE_FLOOR and float(v @ np.asarray(exp.direction)) / speed >= MIN_COSINE
+        return speed < floor
+    return speed > floor and float(v @ np.asarray(exp.direction)) / speed >= MIN_COSINE
 
 
-def _matches_reference(v: np.ndarray, v_ref: np.ndarray, mode: str) -> bool:
+def _matches_reference(v: np.ndarray, v_ref: np.ndarray, mode: str, floor: float | None = None) -> bool:
     if not (np.isfinite(v).all() and np.isfinite(v_ref).all()):
         return False
-    floor = ZOOM_FLOOR if mode == "zoom" else TRANSLATE_FLOOR
+    if floor is None:
+        floor = ZOOM_FLOOR if mode == "zoom" else TRANSLATE_FLOOR
     return float(np.linalg.norm(v - v_ref)) <= floor + 0.5 * float(np.linalg.norm(v_ref))
 
 
-def _onset(p: np.ndarray) -> float | None:
+def _onset(p: np.ndarray, floor: float = TRANSLATE_FLOOR) -> float | None:
     p = p[np.isfinite(p)]
     if len(p) < 4:
         return None
     # The 90th percentile, not the end of the chunk: a sprite that reaches a wall stops moving.
     steady = float(np.percentile(p, 90))
-    if steady <= TRANSLATE_FLOOR:
+    if steady <= floor:
         return float(len(p))  # never responded within the chunk
     return float(np.argmax(p >= 0.5 * steady))
 
@@ -258,11 +281,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     Raises:
         UnknownActionError: a chunk's action is not in the case's vocabulary.
     """
-    expected: list[tuple[Chunk, ExpectedMotion]] = []
-    for c in chunks:
-        e = expected_motion(c.action, case, c.num_frames)
-        if e is not None:
-            expected.append((c, e))
+    expected = [(c, e) for c, e in zip(chunks, chunk_expectations(case, chunks), strict=True) if e is not None]
     series = {} if series is None else series
     gen_cache: dict[str, MotionSeries] = series.setdefault("video", {})
     ref_cache: dict[str, MotionSeries] = series.setdefault("reference", {})
@@ -270,6 +289,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     n_pairs = len(frames) - 1
     proj_gen = np.full(n_pairs, np.nan)
     proj_ref = np.full(n_pairs, np.nan)
+    floors = np.full(n_pairs, TRANSLATE_FLOOR)
     ref = reference if reference is not None and len(reference) == len(frames) else None
     report_chance_reason: str | None = None
     for c, exp in expected:
@@ -280,7 +300,9 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
         v = _mean_vec(s, sl, exp.mode)
         p = _projected(s, exp)
         proj_gen[sl] = p[sl]
-        ok = _direction_ok(v, exp)
+        floor = motion_floor(exp, s)
+        floors[sl] = floor
+        ok = _direction_ok(v, exp, floor)
         expectation = "vocabulary"
         target_speed = exp.magnitude
         v_ref: np.ndarray | None = None
@@ -289,25 +311,24 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
             v_ref = _mean_vec(rs, sl, exp.mode)
             p_ref = _projected(rs, exp)
             proj_ref[sl] = p_ref[sl]
-            if not _direction_ok(v_ref, exp):
+            if not _direction_ok(v_ref, exp, motion_floor(exp, rs)):
                 expectation = "reference"
-                ok = _matches_reference(v, v_ref, exp.mode)
+                ok = _matches_reference(v, v_ref, exp.mode, floor)
             if exp.mode != "none":
                 # the reference's agent may be untrackable in a chunk: then no magnitude target
                 target_speed = float(np.nanmean(p_ref[sl])) if np.isfinite(p_ref[sl]).any() else None
         mag_err = None
         realised = float(np.nanmean(p[sl])) if np.isfinite(p[sl]).any() else float("nan")
         if exp.mode != "none" and target_speed is not None:
-            floor = ZOOM_FLOOR if exp.mode == "zoom" else TRANSLATE_FLOOR
             # an agent that cannot be found in the generated chunk did not move as asked: maximal error
             mag_err = abs(realised - target_speed) / max(abs(target_speed), floor) if np.isfinite(realised) else 1.0
-        onset = _onset(p[sl]) if exp.mode != "none" else None
+        onset = _onset(p[sl], floor) if exp.mode != "none" else None
         chunk_draws, why = _chance_draws(case, c.action, c.num_frames)
         chance = None if chunk_draws is None else _chance(chunk_draws, exp, v_ref if expectation == "reference" else None)
         if why is not None:
             report_chance_reason = why
         out.append(ChunkFollowing(c.index, exp.action, exp.target, exp.mode, [float(x) for x in v], realised, ok,
-                                  expectation, mag_err, onset, chance))
+                                  expectation, mag_err, onset, chance, floor))
     tracking = {name: cache["agent"].tracking for name, cache in (("video", gen_cache), ("reference", ref_cache))
                 if "agent" in cache and cache["agent"].tracking is not None}
     report = FollowingReport(out, None, "none", chance_reason=report_chance_reason, tracking=tracking)
@@ -315,7 +336,7 @@ def analyze_following(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...],
     if ref is not None and np.isfinite(proj_ref).sum() >= 4:
         # up to one chunk: a model that answers a whole chunk late shows the previous action's motion
         lag_max = max_lag if max_lag is not None else max(1, min(min(c.num_frames for c in chunks), n_pairs // 2))
-        if not (np.abs(np.nan_to_num(proj_gen)) > TRANSLATE_FLOOR).any():
+        if not (np.abs(np.nan_to_num(proj_gen)) > floors).any():
             # nothing moved above the noise floor (or the agent was never found): the video never answered,
             # as an onset that never comes is the whole chunk. A flat series has no correlation peak, and
             # taking lag 0 for it scored a frozen video as answering on time.
@@ -418,8 +439,7 @@ def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarra
     n_pairs = len(ref) - 1 if ref is not None else None
     ref_cache: dict[str, MotionSeries] = {}
     out: list[float] = []
-    for c in chunks:
-        exp = expected_motion(c.action, case, c.num_frames)
+    for c, exp in zip(chunks, chunk_expectations(case, chunks), strict=True):
         if exp is None:
             continue
         sl = _pairs(c, n_pairs) if n_pairs is not None else None
@@ -427,8 +447,9 @@ def chance_following(case: Case, chunks: tuple[Chunk, ...], reference: np.ndarra
             continue  # analyze_following skips a chunk the video does not reach
         v_ref: np.ndarray | None = None
         if ref is not None and sl is not None:
-            v_ref = _mean_vec(_series(ref, exp.target, case, ref_cache), sl, exp.mode)
-            if _direction_ok(v_ref, exp):
+            rs = _series(ref, exp.target, case, ref_cache)
+            v_ref = _mean_vec(rs, sl, exp.mode)
+            if _direction_ok(v_ref, exp, motion_floor(exp, rs)):
                 v_ref = None
         draws, why = _chance_draws(case, c.action, c.num_frames)
         if draws is None:
