@@ -11,6 +11,8 @@ Measures (see bench/README.md for recorded numbers):
   * cached generation vs recompute-from-scratch (no KV cache) over 30 blocks;
   * the lean path (keys rotated once, per-session buffers) vs the pool gather before it, 30 blocks,
     with the largest difference of their latents;
+  * each block's VAE decode overlapped with the next block's denoising (a worker thread; its own CUDA
+    stream on a GPU) vs in line, on the wider DiT with a random-init Wan VAE, wall clock;
   * 1/2/4/8 sessions batched in one engine: frames/s total and per session, against the
     compute-bound limit (matmul FLOP/s / DiT FLOPs per frame, attention included);
   * achieved FLOP/s of the DiT forward (FLOPs counted with attention) as a fraction of a plain
@@ -56,6 +58,11 @@ def main() -> None:
         lg = r["lean_vs_gather"]
         print(f"  lean (rotated buffers) vs gather, {lg['blocks']} blocks {lg['policy']}: {lg['speedup']:.2f}x  "
               f"(max |diff| {lg['max_abs_diff']:.1e}, bit-identical: {lg['bit_identical']}; acceptance >= 1.3)")
+    if "overlap_decode" in r:
+        od = r["overlap_decode"]
+        print(f"  decode overlapped vs in line, {od['blocks']} blocks: {od['speedup']:.2f}x wall  (bound "
+              f"{od['bound']:.2f}x: DiT {od['dit_s']:.2f} s, decode {od['decode_s']:.2f} s; frames identical: "
+              f"{od['frames_identical']})")
     if "batched_sessions" in r:
         bs = r["batched_sessions"]
         print(f"  batching ({bs['policy']}, {bs['blocks']} blocks each); compute-bound limit "

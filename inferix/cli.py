@@ -58,6 +58,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="the Wan VAE's dtype (default: float32); bfloat16 decodes faster, its PSNR against float32 "
                         "is what `inferix bench --gpu` measures (stage vae_bf16)")
     p.add_argument("--host-blocks", type=int, default=0, help="host (CPU) KV blocks for offloading cold blocks")
+    p.add_argument("--overlap-decode", action="store_true",
+                   help="decode each block's frames on a worker thread (its own CUDA stream) while the next block "
+                        "denoises: the same frames, sooner where a core or the GPU has room (`python "
+                        "bench/bench_inferix.py overlap_decode`; stage overlap_decode of `inferix bench --gpu`); "
+                        "a session steered "
+                        "block by block (--actions) still decodes in line")
 
 
 def _add_sampling_args(p: argparse.ArgumentParser) -> None:
@@ -142,7 +148,8 @@ def _engine(args: argparse.Namespace, loaded: Any, max_frames: int, max_sessions
     cfg = loaded.engine_config(latent_hw, policy=args.policy, sampling=_sampling(args), num_host_blocks=args.host_blocks,
                                content=args.content, max_sessions=max_sessions, max_batch=max_batch,
                                max_frames=max_frames, device=args.device,
-                               sequence_parallel=(getattr(args, "sp", 1) or 1) > 1)
+                               sequence_parallel=(getattr(args, "sp", 1) or 1) > 1,
+                               overlap_decode=bool(getattr(args, "overlap_decode", False)))
     return Engine(loaded.model_for(args.content), loaded.codec, loaded.text_encoder, cfg, loaded.action_encoder)
 
 
@@ -376,8 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default=None, help="default: cpu; with --gpu: cuda (--dry: cpu)")
     b.add_argument("--gpu", action="store_true",
                    help="the engine's GPU round: random-init Wan2.1-1.3B + the full Wan VAE at 832x480, 4 steps; "
-                        "FPS with decode, first block, per-block latency, memory, DiT/cache/VAE split, 1/2/4 "
-                        "sessions, the gpu-marked tests (inferix/gpu_round.py)")
+                        "FPS with decode, first block, per-block latency, memory, DiT/cache/VAE split, a bf16 VAE, "
+                        "decode overlapped with the next block, 1/2/4 sessions, the gpu-marked tests "
+                        "(inferix/gpu_round.py)")
     b.add_argument("--dry", action="store_true", help="with --gpu: the same stages at tiny size on CPU (seconds)")
     b.add_argument("--out", default=None,
                    help="with --gpu: the JSON (default: bench/records/engine_gpu_<date>.json; --dry: bench/_out/)")

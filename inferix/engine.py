@@ -11,6 +11,10 @@ Loop (vLLM-v1-like, adapted to block diffusion)::
                           commit the KV, decode the block (codec state carried), emit frames,
                           start the next block (picking up a changed prompt/action)
 
+With ``EngineConfig.overlap_decode`` a committed block is decoded on a worker thread (its own CUDA
+stream on a GPU) while the next steps denoise the following block; its frames are emitted by the
+first ``step()`` after the decode finishes, in order. The frames are the same either way.
+
 Per block of one session (few-step flow matching, Self-Forcing semantics, as
 ``inferix.pipeline.generate_blocks`` does for one session)::
 
@@ -37,6 +41,7 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +86,10 @@ class EngineConfig:
             ``torch.distributed`` group (Ulysses; ``inferix generate --sp N`` under torchrun); every
             rank runs the same engine (same seeds, same schedule) and gets the same frames.
         step_log_size: forwards :attr:`Engine.step_log` remembers (the oldest are dropped).
+        overlap_decode: decode each committed block on a worker thread (on CUDA, its own stream) while
+            the next block denoises (issue 60 item 2); the frames are the same, emitted a step or more
+            later. A session streamed with interactive ``controls`` decodes in line: its next block
+            must not start before the controller has seen this one.
         sampling: how each block is sampled: timesteps, guidance, context timestep...
             (:class:`inferix.sampling.SamplingConfig`, the one place those settings are declared).
     """
@@ -100,6 +109,7 @@ class EngineConfig:
     rotated_kv_buffers: bool | None = None
     sequence_parallel: bool = False
     step_log_size: int = 1000
+    overlap_decode: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.sampling, SamplingConfig):
@@ -175,6 +185,7 @@ class Session:
     first_frame_s: float | None = None
     prefix_frames: Any = None  # decoded conditioning frames, emitted with block 0
     anchor: Any = None  # [1, C, 1, h, w] last clean latent frame (models conditioned on the previous frame)
+    overlap: bool = False  # decode committed blocks on the engine's decode thread (EngineConfig.overlap_decode)
     commit_x: Any = None  # the finished block as committed (noised to context_timestep); None = s.x
     nonfinite: Any = None  # device bool: some step of the current block gave non-finite latents
 
@@ -237,6 +248,13 @@ class Engine:
         # per forward: rows, seconds (profiling reads it); the last step_log_size only, so a server
         # that runs for days does not grow it without bound
         self.step_log: deque[dict[str, Any]] = deque(maxlen=cfg.step_log_size)
+        # overlap_decode: one worker, so decodes finish in the order they were submitted (per session
+        # the decoder's causal state must see its blocks in order); (session, output, future) oldest first
+        self._decode_pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="inferix-decode")
+                             if cfg.overlap_decode else None)
+        self._decode_stream = (torch.cuda.Stream(self.device)
+                               if cfg.overlap_decode and self.device.type == "cuda" else None)
+        self._decoding: deque[tuple[Session, BlockOutput, Future]] = deque()
 
     # ---------------------------------------------------------------- sessions
 
@@ -269,7 +287,8 @@ class Engine:
         slot = SessionSlot(sid, self._batch_key(context), len(self.sampling.timesteps), self.config.block_frames,
                            arrival=next(self._arrival))
         gen = torch.Generator().manual_seed(seed)
-        s = Session(slot, prompt, action, num_blocks, seed, gen, context=context, action_tensor=action_tensor)
+        s = Session(slot, prompt, action, num_blocks, seed, gen, context=context, action_tensor=action_tensor,
+                    overlap=self.config.overlap_decode)
         s.decoder = self.codec.stream_decoder()
         self.kv.add_session(sid)
         self.sessions[sid] = s
@@ -366,6 +385,7 @@ class Engine:
         src = self._live(session_id)
         if src.slot.step != 0:
             raise ValueError(f"session {session_id!r} is in the middle of a block; fork between blocks")
+        self._collect(until=src)  # its decoder's causal state is copied: no decode of it may be running
         nid = new_id or f"s{next(self._ids)}"
         if nid in self.sessions:
             raise ValueError(f"session id {nid!r} already exists")
@@ -394,7 +414,12 @@ class Engine:
 
     @property
     def has_unfinished(self) -> bool:
-        return any(not s.state.done for s in self.sessions.values())
+        return any(not s.state.done for s in self.sessions.values()) or bool(self._decoding)
+
+    @property
+    def decoding(self) -> int:
+        """Committed blocks whose decode has not been emitted yet (``overlap_decode``)."""
+        return len(self._decoding)
 
     def _get(self, session_id: str) -> Session:
         try:
@@ -446,6 +471,9 @@ class Engine:
 
         slots = [s.slot for s in self.sessions.values() if not s.state.done]
         sched = self.scheduler.schedule(slots)
+        if sched.empty and self._decoding:
+            # nothing to denoise while blocks are being decoded: wait for the oldest
+            return self._collect(wait=1)
         if sched.empty:
             if sched.blocked and not any(s.state == SessionState.PAUSED for s in self.sessions.values()):
                 # nothing can run and nothing will free blocks: the pool is too small
@@ -476,7 +504,7 @@ class Engine:
                     continue
                 if out is not None:
                     finished.append(out)
-        return finished
+        return finished + self._collect()
 
     def _anchor(self, s: Session) -> torch.Tensor:
         """The previous clean latent frame of ``s`` (zeros before its first frame: text-to-video)."""
@@ -536,26 +564,100 @@ class Engine:
         s.commit_x = None
         if self.model.config.conditions_on_previous_frame:
             s.anchor = s.x[:, :, -1:]
-        t0 = time.perf_counter()
-        from inferix.models.vae import to_uint8
-
-        frames = to_uint8(s.decoder.decode(s.x.float()))[0].cpu().numpy()  # [T, H, W, 3]
-        if s.prefix_frames is not None:
-            frames, s.prefix_frames = np.concatenate([s.prefix_frames, frames]), None
-        s.timings["decode"] = time.perf_counter() - t0
-        if s.first_frame_s is None:
-            s.first_frame_s = time.perf_counter() - s.started
         kv_blocks = self.kv.num_blocks(s.id)
-        out = BlockOutput(s.id, s.blocks_done, frames, s.x[0].float().cpu(), dict(s.timings), s.prompt, s.action,
-                          kv_blocks, kv_blocks * self.storage.bytes_per_block())
-        s.outputs.append(out)
+        out: BlockOutput | None = BlockOutput(s.id, s.blocks_done, np.empty((0, 0, 0, 3), np.uint8),
+                                              s.x[0].float().cpu(), dict(s.timings), s.prompt, s.action, kv_blocks,
+                                              kv_blocks * self.storage.bytes_per_block())
+        assert out is not None
+        prefix, s.prefix_frames = s.prefix_frames, None
+        if s.overlap and self._decode_pool is not None:
+            job = self._decode_pool.submit(self._decode, s.decoder, s.x.float(), prefix, self._ready_event())
+            self._decoding.append((s, out, job))
+            out = None
+        else:
+            frames, seconds = self._decode(s.decoder, s.x.float(), prefix)
+            self._emit(s, out, frames, seconds)
         s.blocks_done += 1
         s.slot.step = 0
         if s.num_blocks is not None and s.blocks_done >= s.num_blocks:
-            self._finish(s, SessionState.FINISHED)
+            # with its last decode still running the session is not done yet: it finishes when that is emitted
+            self._finish(s, SessionState.DECODING if out is None else SessionState.FINISHED)
         else:
             self._start_block(s)
         return out
+
+    def _ready_event(self) -> Any:
+        """On CUDA, an event after the work queued so far on the current stream (the decode stream waits on it)."""
+        import torch
+
+        if self._decode_stream is None:
+            return None
+        ev = torch.cuda.Event()
+        ev.record()
+        return ev
+
+    def _decode(self, decoder: Any, latents: torch.Tensor, prefix: np.ndarray | None,
+                ready: Any = None) -> tuple[np.ndarray, float]:
+        """One block's frames ``uint8 [T, H, W, 3]`` (after ``prefix``, the conditioning frames) and the seconds
+        its decode took. Runs in line, or on the decode thread (``overlap_decode``), there on its own CUDA stream
+        once ``ready`` (the commit's work) is done."""
+        import contextlib
+
+        import torch
+
+        from inferix.models.vae import to_uint8
+
+        t0 = time.perf_counter()
+        stream = self._decode_stream if ready is not None else None
+        with torch.no_grad(), (torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()):
+            if stream is not None:
+                stream.wait_event(ready)
+                latents.record_stream(stream)  # allocated on the main stream, read on this one
+            frames = to_uint8(decoder.decode(latents))[0].cpu().numpy()  # [T, H, W, 3]
+        if prefix is not None:
+            frames = np.concatenate([prefix, frames])
+        return frames, time.perf_counter() - t0
+
+    def _emit(self, s: Session, out: BlockOutput, frames: np.ndarray, seconds: float) -> BlockOutput:
+        out.frames = frames
+        out.timings["decode"] = seconds
+        if s.first_frame_s is None:
+            s.first_frame_s = time.perf_counter() - s.started
+        s.outputs.append(out)
+        return out
+
+    def _collect(self, wait: int = 0, until: Session | None = None) -> list[BlockOutput]:
+        """Emit the decoded blocks (``overlap_decode``) in submission order: those finished, plus the oldest
+        ``wait`` waited for, or every one up to the last of session ``until``. A decode that raised fails its
+        session; a cancelled session's block is dropped."""
+        last = max((i for i, (s, _, _) in enumerate(self._decoding) if s is until), default=-1)
+        emitted: list[BlockOutput] = []
+        n = 0
+        while self._decoding:
+            s, out, job = self._decoding[0]
+            if not (job.done() or n < wait or n <= last):
+                break
+            self._decoding.popleft()
+            n += 1
+            try:
+                frames, seconds = job.result()
+            except Exception as e:  # noqa: BLE001 - one session's failure must not stop the others
+                logger.exception("session %s failed in decode", s.id)
+                if s.state != SessionState.CANCELLED:
+                    s.error = f"decode failed: {type(e).__name__}: {e}"
+                    if not s.state.done:
+                        self._finish(s, SessionState.FAILED)
+                    else:
+                        s.slot.state = SessionState.FAILED
+                # the session's later blocks were decoded from a broken causal state: drop them
+                self._decoding = deque(d for d in self._decoding if d[0] is not s)
+                continue
+            if s.state in (SessionState.CANCELLED, SessionState.FAILED):
+                continue
+            emitted.append(self._emit(s, out, frames, seconds))
+            if s.state == SessionState.DECODING and not any(d[0] is s for d in self._decoding):
+                s.slot.state = SessionState.FINISHED
+        return emitted
 
     def _apply_pending(self, s: Session) -> None:
         if s.next_prompt is not None:
@@ -598,7 +700,7 @@ class Engine:
         """Step until every session is done (or ``max_steps``)."""
         n = 0
         while self.has_unfinished and (max_steps is None or n < max_steps):
-            if not any(s.slot.runnable for s in self.sessions.values() if not s.state.done):
+            if not self._decoding and not any(s.slot.runnable for s in self.sessions.values() if not s.state.done):
                 break  # everything left is paused
             self.step()
             n += 1
@@ -619,6 +721,8 @@ class Engine:
         """
         sid = self.add_session(prompt, num_blocks=num_blocks, seed=seed, action=action, image_latents=image_latents)
         s = self.sessions[sid]
+        if controls is not None:
+            s.overlap = False  # the controller sees block k before block k + 1 starts
         try:
             while not s.state.done or s.outputs:
                 while s.outputs:

@@ -329,6 +329,60 @@ def bench_lean_vs_gather(model: Any, latent_hw: tuple[int, int], device: str, nu
             "bit_identical": bool(torch.equal(outs[True], outs[False]))}
 
 
+def bench_overlap_decode(model: Any, latent_hw: tuple[int, int], device: str, num_blocks: int = 8,
+                         repeats: int = 3, vae_base_dim: int = 4) -> dict[str, Any]:
+    """One session of ``num_blocks`` blocks with each block's VAE decode in line vs overlapped with the next
+    block's denoising (``EngineConfig.overlap_decode``: a worker thread, its own CUDA stream on a GPU), runs
+    interleaved, best of ``repeats`` each, and whether their frames are identical.
+
+    The codec is a random-init diffusers ``AutoencoderKLWan`` (``base_dim=vae_base_dim``, the DiT's latent
+    channels) so the decode carries causal state as the Wan VAE does. Timed by the wall clock, also on CPU:
+    the overlap runs on a second thread, which process CPU time would count twice. On CPU it can only help
+    with a core to spare (``OMP_NUM_THREADS=1`` on a 2-core machine) and never more than
+    ``(dit + decode) / max(dit, decode)``, reported as ``bound``."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+    from diffusers import AutoencoderKLWan
+
+    from inferix.engine import Engine
+    from inferix.models.vae import WanVAECodec
+
+    torch.manual_seed(0)
+    vae: Any = AutoencoderKLWan(base_dim=vae_base_dim, z_dim=model.config.out_channels, dim_mult=[1, 1, 1, 1],
+                                num_res_blocks=1, temperal_downsample=[False, True, True])
+    codec = WanVAECodec(vae.to(device).eval(), normalize=False)
+
+    def run(overlap: bool) -> tuple[float, list[Any], float, float]:
+        base = _engine_for(model, latent_hw, "rolling:9", device, codec=codec)
+        eng = Engine(model, codec, base.text_encoder, dataclasses.replace(base.config, overlap_decode=overlap))
+        _sync(device)
+        t0 = time.perf_counter()
+        outs = list(eng.stream("bench", num_blocks=num_blocks, seed=0))
+        _sync(device)
+        wall = time.perf_counter() - t0
+        dit = sum(o.timings["denoise"] + o.timings["cache_update"] for o in outs)
+        return wall, [o.frames for o in outs], dit, sum(o.timings["decode"] for o in outs)
+
+    run(False)  # warm-up: kernels, allocator
+    times: dict[bool, list[float]] = {False: [], True: []}
+    frames: dict[bool, list[Any]] = {}
+    split: dict[bool, tuple[float, float]] = {}
+    for _ in range(repeats):
+        for overlap in (False, True):
+            t, frames[overlap], dit, dec = run(overlap)
+            if not times[overlap] or t < min(times[overlap]):
+                split[overlap] = (dit, dec)
+            times[overlap].append(t)
+    in_line, overlapped = min(times[False]), min(times[True])
+    dit, dec = split[False]
+    return {"blocks": num_blocks, "clock": "wall", "vae_base_dim": vae_base_dim, "in_line_s": in_line,
+            "overlapped_s": overlapped, "speedup": in_line / overlapped, "dit_s": dit, "decode_s": dec,
+            "bound": (dit + dec) / max(dit, dec),
+            "frames_identical": all(np.array_equal(a, b) for a, b in zip(frames[False], frames[True], strict=True))}
+
+
 def _matmul_flops_per_s(device: str, n: int = 512, repeats: int = 5) -> float:
     """FLOP/s of a square fp32 matmul: the compute-bound ceiling the batching and FLOP benches compare to."""
     import torch
@@ -485,8 +539,8 @@ def bench_memory_long_vs_short(long_s: float = 60.0, short_s: float = 5.0, polic
     return out
 
 
-BENCHES = ("latency_rolling", "latency_full", "cached_vs_recompute", "lean_vs_gather", "batched_sessions",
-           "flops_small", "flops_tiny", "memory")
+BENCHES = ("latency_rolling", "latency_full", "cached_vs_recompute", "lean_vs_gather", "overlap_decode",
+           "batched_sessions", "flops_small", "flops_tiny", "memory")
 
 
 def run_bench(quick: bool = False, device: str = "cpu", only: Sequence[str] | None = None) -> dict[str, Any]:
@@ -518,6 +572,9 @@ def run_bench(quick: bool = False, device: str = "cpu", only: Sequence[str] | No
         "latency_full": lambda: bench_latency_growth(tiny, hw, device, late=late, policy="full"),
         "cached_vs_recompute": lambda: bench_cached_vs_recompute(tiny, hw, device, num_blocks=8 if quick else 30),
         "lean_vs_gather": lambda: bench_lean_vs_gather(tiny, hw, device, num_blocks=8 if quick else 30,
+                                                       repeats=1 if quick else 3),
+        # the wider DiT: the tiny one's forward is too cheap beside any VAE decode to overlap with
+        "overlap_decode": lambda: bench_overlap_decode(small, hw, device, num_blocks=3 if quick else 8,
                                                        repeats=1 if quick else 3),
         "batched_sessions": lambda: bench_batched_sessions(tiny, hw, device, sessions=(1, 2, 4, 8),
                                                            num_blocks=3 if quick else 8),

@@ -32,6 +32,7 @@ class SessionState(str, enum.Enum):
     WAITING = "waiting"  # added, first block not started
     RUNNING = "running"
     PAUSED = "paused"
+    DECODING = "decoding"  # every block denoised and committed; the last one's decode is still running (overlap_decode)
     FINISHED = "finished"
     CANCELLED = "cancelled"
     FAILED = "failed"

@@ -267,7 +267,7 @@ class EngineLoop:
                 except Exception as e:  # reported to the caller, the loop goes on
                     fut.set_exception(e)
             self._cancel_idle()
-            runnable = any(s.slot.runnable for s in self.engine.sessions.values())
+            runnable = any(s.slot.runnable for s in self.engine.sessions.values()) or self.engine.decoding > 0
             if runnable:
                 try:
                     self.engine.step()

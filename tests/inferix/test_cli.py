@@ -74,6 +74,11 @@ def test_generate_writes_the_same_bytes_for_the_same_seed(tmp_path, capsys):
     assert options is not None
     assert b" rc=cqp " in options.group(1) and b" qp=18 " in options.group(1) and b" threads=1 " in options.group(1)
     assert len({hashlib.md5(d).hexdigest() for d in data}) == 1
+    # decoding each block on a worker thread while the next one denoises writes the very same file
+    out = tmp_path / "overlap.mp4"
+    assert main(["generate", "--model", "tiny", "--seconds", "2", "--out", str(out), "--seed", "3",
+                 "--height", "32", "--width", "32", "--steps", "1", "--overlap-decode"]) == 0
+    assert out.read_bytes() == data[0]
 
 
 def test_bad_inputs_are_clear_errors(tmp_path, capsys):

@@ -72,6 +72,11 @@ def test_dry_round_writes_every_field(dry_run):
     assert vae["bf16_acceptable"] == (vae["psnr_db"] >= 40.0) and vae["weights"].startswith("random")
     assert setup["vae_dtype"] == "float32"  # the served codec stays float32: the stage decoded copies
 
+    ov = r["stages"]["overlap_decode"]  # each block's decode in line, then on the decode thread
+    assert ov["blocks"] == 4 and ov["blocks_done"] == {"in_line": 4, "overlapped": 4}
+    assert ov["frames_identical"] is True and ov["in_line_s"] > 0 and ov["overlapped_s"] > 0
+    assert ov["speedup"] == round(ov["in_line_s"] / ov["overlapped_s"], 3)
+
     runs = r["stages"]["sessions"]["runs"]
     assert sorted(runs, key=int) == ["1", "2", "4"]
     for n, run in runs.items():
@@ -89,6 +94,7 @@ def test_dry_round_writes_every_field(dry_run):
     assert s["time_to_first_block_s"] > 0 and s["peak_memory_bytes"] > 0
     assert set(s["sessions_throughput_fps"]) == {"1", "2", "4"} and s["stages"]["gpu_tests"] == "ok"
     assert s["vae_bf16_psnr_db"] == vae["psnr_db"] and s["vae_bf16_speedup"] == vae["bf16_speedup"]
+    assert s["overlap_decode_speedup"] == ov["speedup"]
     assert '"fps_including_decode"' in stdout
 
 

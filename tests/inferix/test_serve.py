@@ -24,8 +24,9 @@ def tiny():
     return load_model("tiny")
 
 
-def _engine(tiny):
-    cfg = EngineConfig(latent_hw=HW, policy=CachePolicy.parse("rolling:6"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]))
+def _engine(tiny, overlap_decode=False):
+    cfg = EngineConfig(latent_hw=HW, policy=CachePolicy.parse("rolling:6"), sampling=SamplingConfig(timesteps=tiny.sampling.timesteps[:2]),
+                       overlap_decode=overlap_decode)
     return Engine(tiny.model, tiny.codec, tiny.text_encoder, cfg, tiny.action_encoder)
 
 
@@ -44,9 +45,12 @@ def _receive_all(ws):
     return blocks, end, errors
 
 
-def test_websocket_streams_the_same_frames_as_the_engine(tiny):
+@pytest.mark.parametrize("overlap_decode", [False, True])
+def test_websocket_streams_the_same_frames_as_the_engine(tiny, overlap_decode):
+    """Also with decodes overlapped: the server steps the engine while a finished session's last block is
+    still decoding (nothing left to denoise), so that block and the end message still arrive."""
     ref = list(_engine(tiny).stream("a red ball", num_blocks=3, seed=4, action="left"))
-    with TestClient(create_app(_engine(tiny), tiny)) as client:
+    with TestClient(create_app(_engine(tiny, overlap_decode), tiny)) as client:
         assert client.get("/health").json()["status"] == "ok"
         with client.websocket_connect("/ws") as ws:
             ws.send_json({"prompt": "a red ball", "seed": 4, "num_blocks": 3, "action": "left"})
