@@ -137,9 +137,13 @@ class InteractionTrack(Track):
             # in the no-op chunks) instead of tying at chance.
             coverage["capped_at_chance"] = {"score": score, "chance": chance, "reason": still}
             score = capped_still_score(score, float(chance))
-        elif frozen_vs_reference:
-            # No action to draw a chance level from: the reference moves and the video does not, so it
-            # reproduces none of what happens (issue 56: a frozen real clip tied the clip at 1.000).
+        elif still is not None and score is not None:
+            # No chance level to scale onto: no action to draw one from (the reference moves and the video
+            # does not: issue 56's frozen real clip tied the clip at 1.000), or continuous commands (a robot's
+            # end-effector deltas, a camera's moves). A video that moved in none of the chunks asking for
+            # motion shows no control at all, so it is credited nothing (v22: with its end effector followed
+            # by points, v21 passed a still pick's grasp chunk, 0.133 where the blob tracker had found
+            # nothing to pass).
             coverage["capped_at_chance"] = {"score": score, "chance": 0.0, "reason": still}
             score = 0.0
         unfollowed = [m for m in follow if m.status == "failed"]

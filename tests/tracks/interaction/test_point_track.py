@@ -163,3 +163,24 @@ def test_a_slow_projected_move_is_told_from_a_frozen_arm():
     assert [c.direction_ok for c in frozen.chunks] == [False, True, False], frozen.to_dict()
     assert clean.moved_fraction == 1.0 and frozen.moved_fraction == 0.0
     assert clean.tracking == {"video": "points"}
+
+
+def test_a_still_arm_scores_nothing_where_its_commands_have_no_chance_level(tmp_path):
+    """v22: continuous end-effector commands have no chance level to scale a still video onto. Followed by its
+    points, the still arm passes the grasp chunk (it asks for no motion), which v21 scored 0.133 on the smoke pick;
+    a video that moves in none of the chunks asking for motion shows no control and scores 0."""
+    from tracks.interaction import InteractionTrack
+    from worldolympiad.track import EvalContext
+    from worldolympiad.types import Video
+
+    case = _overhead_case()
+    track = InteractionTrack()
+    moving = track.evaluate(Video(_gripper_video(case), case.fps, chunks=case.chunks), case,
+                            EvalContext(work_dir=tmp_path / "moving"))
+    still = track.evaluate(Video(_gripper_video(case, frozen=True), case.fps, chunks=case.chunks), case,
+                           EvalContext(work_dir=tmp_path / "still"))
+    direction = next(m for m in still.metrics if m.name == "direction_accuracy")
+    assert direction.raw == pytest.approx(1 / 3) and direction.details["chance"] is None  # the grasp chunk
+    assert still.score == 0.0 and still.coverage["capped_at_chance"]["chance"] == 0.0
+    assert "moved in none" in still.coverage["capped_at_chance"]["reason"]
+    assert moving.score > 0.5 and "capped_at_chance" not in moving.coverage
