@@ -158,3 +158,24 @@ def test_an_encoded_still_reads_as_still_in_every_encoding(moving, tmp_path):
         path = encode_like_users(tmp_path / f"s{crf}.mp4", still, 10.0, crf=crf, scale=scale)
         g = motion_gate(read_video(path).frames, 10.0, case, (moving, 10.0))
         assert g.gate == pytest.approx(0.0, abs=1e-6), (crf, g.details)
+
+
+def test_a_prompt_that_says_something_moves_demands_motion_without_a_reference(moving, tmp_path):
+    """v10: a street clip has no reference and no actions in users' hands, but its prompt says a cyclist rides; a
+    frozen copy of it scored 0.833 (no drift) against the clip's own 0.845. Now the prompt demands motion as actions
+    do; a prompt of changes without motion (a melting time-lapse) still demands nothing."""
+    from dataclasses import replace
+
+    from tracks.longvideo.dynamics import prompt_demand
+
+    case = replace(_case(len(moving)), prompt="Street footage: a cyclist rides behind a railing; a bus drove past.")
+    assert prompt_demand(case) == ["rides", "drove"]
+    still_score, still_gate = _score(np.repeat(moving[:1], len(moving), axis=0), case, None, tmp_path, "still")
+    assert still_gate.details["demand"] == "prompt" and still_gate.details["motion_words"] == ["rides", "drove"]
+    assert still_score == pytest.approx(0.0, abs=1e-6)
+    move_score, move_gate = _score(moving, case, None, tmp_path, "moving")
+    assert move_gate.normalized == 1.0 and move_score > 0.85
+    melting = replace(case, prompt="Time-lapse: an ice cube melts on a warm plate; a drop of dye turns the water blue.")
+    assert prompt_demand(melting) == []
+    score, gate = _score(np.repeat(moving[:1], len(moving), axis=0), melting, None, tmp_path, "melting")
+    assert gate.details["demand"] == "none" and score == pytest.approx(5 / 6)
