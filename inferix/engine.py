@@ -383,6 +383,9 @@ class Engine:
         import torch
 
         src = self._live(session_id)
+        if src.state == SessionState.DECODING:
+            raise ValueError(f"session {session_id!r} has generated all its blocks (its last is decoding): nothing "
+                             "is left to branch; fork before its last block, or start a new session")
         if src.slot.step != 0:
             raise ValueError(f"session {session_id!r} is in the middle of a block; fork between blocks")
         self._collect(until=src)  # its decoder's causal state is copied: no decode of it may be running

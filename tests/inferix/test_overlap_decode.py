@@ -8,6 +8,8 @@ and one session's failure (here in its decode) leaving the others alone.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -135,3 +137,18 @@ def test_fork_waits_for_the_source_decoder(tiny, wan_codec):
 
     for got, want in zip(branches(True), branches(False), strict=True):
         assert len(got) == len(want) > 0 and all(np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_a_session_decoding_its_last_block_cannot_be_forked(tiny, wan_codec):
+    eng = _engine(tiny, wan_codec, overlap=True)
+    sid = eng.add_session("snow", num_blocks=1, seed=0)
+    decoder = eng.session(sid).decoder
+    decode = decoder.decode
+    decoder.decode = lambda z: (time.sleep(0.5), decode(z))[1]  # still decoding when the commit's step returns
+    while eng.session(sid).blocks_done < 1:
+        eng.step()
+    assert eng.session(sid).state == SessionState.DECODING
+    with pytest.raises(ValueError, match="nothing is left to branch"):
+        eng.fork(sid)
+    eng.run()
+    assert eng.session(sid).state == SessionState.FINISHED and len(eng.pop_outputs(sid)) == 1
