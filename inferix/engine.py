@@ -568,18 +568,15 @@ class Engine:
         if self.model.config.conditions_on_previous_frame:
             s.anchor = s.x[:, :, -1:]
         kv_blocks = self.kv.num_blocks(s.id)
-        out: BlockOutput | None = BlockOutput(s.id, s.blocks_done, np.empty((0, 0, 0, 3), np.uint8),
-                                              s.x[0].float().cpu(), dict(s.timings), s.prompt, s.action, kv_blocks,
-                                              kv_blocks * self.storage.bytes_per_block())
-        assert out is not None
+        block = BlockOutput(s.id, s.blocks_done, np.empty((0, 0, 0, 3), np.uint8), s.x[0].float().cpu(),
+                            dict(s.timings), s.prompt, s.action, kv_blocks, kv_blocks * self.storage.bytes_per_block())
         prefix, s.prefix_frames = s.prefix_frames, None
+        out: BlockOutput | None = None  # emitted now, or (overlap_decode) by the step that collects its decode
         if s.overlap and self._decode_pool is not None:
             job = self._decode_pool.submit(self._decode, s.decoder, s.x.float(), prefix, self._ready_event())
-            self._decoding.append((s, out, job))
-            out = None
+            self._decoding.append((s, block, job))
         else:
-            frames, seconds = self._decode(s.decoder, s.x.float(), prefix)
-            self._emit(s, out, frames, seconds)
+            out = self._emit(s, block, *self._decode(s.decoder, s.x.float(), prefix))
         s.blocks_done += 1
         s.slot.step = 0
         if s.num_blocks is not None and s.blocks_done >= s.num_blocks:
