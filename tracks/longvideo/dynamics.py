@@ -129,24 +129,16 @@ def _action_moves(action: Any, space: Mapping[str, Any] | None) -> bool:
     return name.lower() not in IDLE_ACTIONS
 
 
-def _motion_words(text: str) -> list[str]:
-    import re
-
-    pattern = re.compile(r"\b(?:" + "|".join(MOTION_VERBS) + r")" + _VERB_FORMS + r"\b")
-    return list(dict.fromkeys(m.group(0) for m in pattern.finditer(text.lower())))
-
-
-def caption_demand(case: Case) -> list[int]:
-    """Indices of the chunks whose own caption says something moves (:data:`MOTION_VERBS`; v11)."""
-    return [c.index for c in case.chunks if _motion_words(c.caption or "")]
-
-
 def prompt_demand(case: Case) -> list[str]:
     """The motion verbs (:data:`MOTION_VERBS`, as written) in the case's prompt and chunk captions, in order of
     first appearance: a case with no reference and no actions still says what moves ("a cyclist rides behind a
     railing", "the ball falls and bounces"), and a still video of it shows none of that (v10: without this a
     frozen street clip scored 0.833 against the clip's own 0.845)."""
-    return _motion_words(" ".join([case.prompt or ""] + [c.caption or "" for c in case.chunks]))
+    import re
+
+    text = " ".join([case.prompt or ""] + [c.caption or "" for c in case.chunks]).lower()
+    pattern = re.compile(r"\b(?:" + "|".join(MOTION_VERBS) + r")" + _VERB_FORMS + r"\b")
+    return list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
 
 
 def action_demand(case: Case) -> list[int]:
@@ -181,27 +173,6 @@ def change_fraction(frames: np.ndarray, max_side: int = 128, stride: int = 1) ->
     if len(diff) == 0:
         return 0.0
     return float(np.mean(diff > CHANGE_LEVEL))
-
-
-def _chunk_gates(activity: np.ndarray, frames: np.ndarray, case: Case, asked: list[int], max_side: int,
-                 stride: int) -> dict[int, float]:
-    """Per chunk asked to move (indices ``asked``) that the video reaches with two analysed frames: the better of its
-    flow gate (its pairs' mean activity against twice the floor) and its change gate (its share of changed pairs
-    against :data:`CHANGE_DEMAND`), as :func:`motion_gate` reads a whole video with no reference."""
-    step = max(1, stride)
-    diff = frame_change(np.asarray(frames)[::step], max_side)
-    starts = np.arange(len(activity)) * step  # the first frame of each analysed pair
-    out: dict[int, float] = {}
-    for c in case.chunks:
-        if c.index not in asked:
-            continue
-        sel = (starts >= c.frame_start) & (starts + step < c.frame_end)
-        if sel.sum() < 1:
-            continue
-        flow = _above_floor(float(np.mean(activity[sel])), 2 * MOTION_FLOOR)
-        change = float(np.clip(float(np.mean(diff[sel] > CHANGE_LEVEL)) / CHANGE_DEMAND, 0.0, 1.0))
-        out[c.index] = max(flow, change)
-    return out
 
 
 def _above_floor(per_frame: float, full: float) -> float:
@@ -256,15 +227,7 @@ def motion_gate(frames: np.ndarray, fps: float, case: Case, reference: tuple[np.
         gates["flow"] = _above_floor(dyn / max(float(fps), 1e-9) * max(1, stride), 2 * MOTION_FLOOR)
         gates["change"] = float(np.clip(changed / CHANGE_DEMAND, 0.0, 1.0))
         details.update(gates=gates, **({"moving_chunks": moving} if moving else {"motion_words": verbs}))
-        gate = max(gates.values())
-        # v11: chunk by chunk where the case says which chunks move (their actions, else their captions): a video
-        # that stalls part-way (the long-video failure) keeps the whole video's mean above the floor
-        asked = moving or caption_demand(case)
-        per_chunk = _chunk_gates(act, frames, case, asked, max_side, stride) if asked else {}
-        if per_chunk:
-            details.update(chunk_gates=per_chunk)
-            gate = min(gate, float(np.mean(list(per_chunk.values()))))
-        return MotionGate(dyn, "actions" if moving else "prompt", demanded, gate, details)
+        return MotionGate(dyn, "actions" if moving else "prompt", demanded, max(gates.values()), details)
     details["why"] = ("the case has no reference, no action asking for motion and no prompt saying something moves; "
                       "drift is scored alone")
     return MotionGate(dyn, "none", None, 1.0, details)
