@@ -378,6 +378,15 @@ def case_warnings(d: Any, prefix: str = "$") -> list[Problem]:
             what = f"actions {names} are read with the shipped default vocabulary ({vocab}, tracks/interaction/data/action_spaces.yaml)"
         out.append(Problem(f"{prefix}.metadata", f"no action space: {what}; add metadata.action_space (what each action "
                                                  "moves and which way) or metadata.action_space_name"))
+    moves = [i for i, c in enumerate(d.get("chunks") or []) if isinstance(c, Mapping)
+             and isinstance(c.get("action"), Mapping) and "delta" in c["action"]]
+    # (without a camera the track cannot project a delta at all: track_case_problems says so)
+    if moves and d.get("camera") and not (isinstance(meta, Mapping) and meta.get("start_ee")):
+        out.append(Problem(f"{prefix}.chunks[{moves[0]}].action",
+                           "end-effector deltas without metadata.start_ee: the interaction track cannot say where the "
+                           "end effector is, so it follows the largest moving blob against the background (which jumps "
+                           "between pieces of an arm) and expects each delta's direction with its depth dropped and no "
+                           "speed; add metadata.start_ee ([x, y, z], world metres, the end effector at frame 0)"))
     return out + track_case_problems(d, prefix)
 
 

@@ -45,3 +45,20 @@ def test_validate_prints_warnings_and_keeps_exit_code_zero(tmp_path, capsys):
     assert main(["validate", str(f)]) == 0
     out = capsys.readouterr().out
     assert "warning: $.metadata: no action space" in out and "OK (1 case)" in out
+
+
+def test_end_effector_deltas_without_a_start_warn_that_the_arm_is_followed_as_a_blob():
+    """Interaction v21 follows the end effector by its points from its projected start and expects each delta where
+    its projection goes; without metadata.start_ee or a camera it falls back to the blob tracker and a depthless
+    direction, which validate now says."""
+    move = {"name": "move_ee", "delta": [0.0, 0.0, -0.1]}
+    camera = {"intrinsics": [[100, 0, 16], [0, 100, 16], [0, 0, 1]],
+              "trajectory": [[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]] * 16}
+    d = _case(scenario="robotics", camera=camera,
+              chunks=[{"index": 0, "frame_start": 0, "frame_end": 8, "action": move},
+                      {"index": 1, "frame_start": 8, "frame_end": 16, "action": move}])
+    assert validate_case_dict(d) == []
+    (w,) = case_warnings(d)
+    assert w.path == "$.chunks[0].action" and "without metadata.start_ee" in w.message and "blob" in w.message
+    d["metadata"] = {"start_ee": [0.5, 0.0, 0.18]}
+    assert case_warnings(d) == []
