@@ -99,10 +99,8 @@ class InteractionTrack(Track):
             metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details, series)
 
         still = _stillness(details)
-        frozen_vs_reference = False
         if still is None and response is not None:
             still = _still_against_reference(response)
-            frozen_vs_reference = still is not None
         if still is not None:
             # A video that never moves where its actions ask for motion has no transitions to smooth and
             # keeps every identity by doing nothing: those metrics cannot tell it from a good video, and
