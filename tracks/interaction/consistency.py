@@ -87,7 +87,7 @@ MIN_AREA_PX = 16
 
 
 def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, colors: np.ndarray,
-                               color_scale: float = 40.0) -> dict[str, Any]:
+                               color_scale: float = 40.0, occludable: bool = False) -> dict[str, Any]:
     """Does the tracked agent keep its size and colour across chunks? (1 = identical)
 
     Per chunk: the median area and median colour of the tracked component over the frames where
@@ -99,6 +99,10 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
     are at least ``MIN_AREA_PX`` pixels (a sprite of a few pixels changes area by resampling alone),
     the colour term unless both are smaller (a codec takes such a sprite's hue from its surroundings;
     version 11). A chunk where the agent is never found scores 0.
+
+    ``occludable`` (a named object, not the agent; v23): a chunk where the object is never found but which a later
+    chunk finds it in again is unseen (``None``, left out of the mean): hidden (a gripper over the cube it grasps) or
+    carried away and back, not changed. Not found in that chunk and never again still scores 0 (it is gone).
     """
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
@@ -122,8 +126,11 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
             jitter_a.append(float(np.median(np.abs(la - np.median(la)))))
     jc = 2.0 * float(np.median(jitter_c)) if jitter_c else 0.0
     ja = 2.0 * float(np.median(jitter_a)) if jitter_a else 0.0
-    sims = []
-    for d in desc[1:]:
+    sims: list[float | None] = []
+    for k, d in enumerate(desc[1:], start=1):
+        if occludable and desc[0] is not None and d is None and any(x is not None for x in desc[k + 1:]):
+            sims.append(None)  # unseen here, found again later: hidden, not changed
+            continue
         if desc[0] is None or d is None:
             sims.append(0.0)  # the tracked identity vanished in this chunk
             continue
@@ -141,24 +148,27 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
         dc = 0.0 if d[1] is None or desc[0][1] is None or not big else \
             max(0.0, float(np.linalg.norm(d[1] - desc[0][1])) - jc)
         sims.append(float(np.exp(-dc / color_scale) * np.sqrt(ratio)))
-    return {"per_chunk": sims, "mean": float(np.mean(sims)), "descriptor": "area+colour", "region": "agent",
+    seen = [x for x in sims if x is not None]
+    return {"per_chunk": sims, "mean": float(np.mean(seen)), "descriptor": "area+colour", "region": "agent",
             "jitter": {"colour": round(jc / 2.0, 3), "log_area": round(ja / 2.0, 4)}}
 
 
-def calibrate_identity(video: Sequence[float], reference: Sequence[float] | None) -> dict[str, Any]:
+def calibrate_identity(video: Sequence[float | None], reference: Sequence[float | None] | None) -> dict[str, Any]:
     """Per-chunk ``min(1, video / reference)`` similarity; the raw similarity when there is no reference.
 
     A chunk where the reference itself loses the identity (similarity 0) cannot be judged and is
-    left out; if every chunk is left out, ``mean`` is ``None`` with a ``reason``.
+    left out, as is one where an object is unseen (``None``: hidden, v23); if every chunk is left out, ``mean`` is
+    ``None`` with a ``reason``.
     """
     if reference is None:
-        per = [float(v) for v in video]
+        per = [float(v) for v in video if v is not None]
         out: dict[str, Any] = {"per_chunk": per, "calibration": "none"}
     else:
         if len(reference) != len(video):
             raise ValueError(f"identity calibration needs one reference value per chunk, got {len(reference)} "
                              f"for {len(video)}")
-        per = [min(1.0, float(v) / float(r)) for v, r in zip(video, reference, strict=True) if r > 0]
+        per = [min(1.0, float(v) / float(r)) for v, r in zip(video, reference, strict=True)
+               if v is not None and r is not None and r > 0]
         out = {"per_chunk": per, "calibration": "reference"}
     out["mean"] = float(np.mean(per)) if per else None
     if not per:

@@ -322,9 +322,11 @@ class InteractionTrack(Track):
             # pixel count crossed MIN_AREA_PX (Freeway's 12 px chicken read 18 px at crf 23, so its colour was
             # compared with later chunks' 3-6 px sightings; clean identity 0.70 against 1.0 lossless)
             sizes = m.coverage if m.coverage is not None else m.areas
-            per[name] = agent_identity_consistency(chunks, sizes, m.colors)
+            # a named object may be hidden for a chunk (a gripper over the cube it grasps): unseen, not changed (v23)
+            per[name] = agent_identity_consistency(chunks, sizes, m.colors, occludable=name != "agent")
+        per_chunk = [[v for v in x if v is not None] for x in zip(*(v["per_chunk"] for v in per.values()), strict=True)]
         return {"per_object": {k: v["per_chunk"] for k, v in per.items()},
-                "per_chunk": [float(np.mean(x)) for x in zip(*(v["per_chunk"] for v in per.values()), strict=True)],
+                "per_chunk": [float(np.mean(x)) if x else None for x in per_chunk],
                 "mean": float(np.mean([v["mean"] for v in per.values()])), "descriptor": "area+colour",
                 "region": "agent" if app is not None else "objects"}
 
