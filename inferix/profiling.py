@@ -218,7 +218,8 @@ class _NullCodec:
 
 
 def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str, steps: int = 4,
-                max_batch: int = 1, max_sessions: int = 1, max_frames: int = 96, codec: Any = None) -> Any:
+                max_batch: int = 1, max_sessions: int = 1, max_frames: int = 96, codec: Any = None,
+                overlap_decode: bool = False) -> Any:
     """An engine over ``model`` with random prompt embeddings (seeded by the prompt's length) and
     ``codec`` (default: none, decoding excluded)."""
     import torch
@@ -237,7 +238,7 @@ def _engine_for(model: Any, latent_hw: tuple[int, int], policy: str, device: str
     sampling = SamplingConfig(timesteps=tuple(timesteps("self_forcing"))[:steps])
     cfg = EngineConfig(latent_hw=latent_hw, block_frames=3, sampling=sampling,
                        policy=CachePolicy.parse(policy), max_batch=max_batch, max_sessions=max_sessions,
-                       max_frames=max_frames, device=device)
+                       max_frames=max_frames, device=device, overlap_decode=overlap_decode)
     return Engine(model, _NullCodec() if codec is None else codec, text, cfg)
 
 
@@ -340,23 +341,14 @@ def bench_overlap_decode(model: Any, latent_hw: tuple[int, int], device: str, nu
     the overlap runs on a second thread, which process CPU time would count twice. On CPU it can only help
     with a core to spare (``OMP_NUM_THREADS=1`` on a 2-core machine) and never more than
     ``(dit + decode) / max(dit, decode)``, reported as ``bound``."""
-    import dataclasses
-
     import numpy as np
-    import torch
-    from diffusers import AutoencoderKLWan
 
-    from inferix.engine import Engine
-    from inferix.models.vae import WanVAECodec
+    from inferix.models.vae import random_wan_codec
 
-    torch.manual_seed(0)
-    vae: Any = AutoencoderKLWan(base_dim=vae_base_dim, z_dim=model.config.out_channels, dim_mult=[1, 1, 1, 1],
-                                num_res_blocks=1, temperal_downsample=[False, True, True])
-    codec = WanVAECodec(vae.to(device).eval(), normalize=False)
+    codec = random_wan_codec(model.config.out_channels, base_dim=vae_base_dim, device=device)
 
     def run(overlap: bool) -> tuple[float, list[Any], float, float]:
-        base = _engine_for(model, latent_hw, "rolling:9", device, codec=codec)
-        eng = Engine(model, codec, base.text_encoder, dataclasses.replace(base.config, overlap_decode=overlap))
+        eng = _engine_for(model, latent_hw, "rolling:9", device, codec=codec, overlap_decode=overlap)
         _sync(device)
         t0 = time.perf_counter()
         outs = list(eng.stream("bench", num_blocks=num_blocks, seed=0))

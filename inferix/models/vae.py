@@ -137,6 +137,20 @@ class _StatelessDecoder:
 # -- Wan VAE ---------------------------------------------------------------------------------------
 
 
+def random_wan_codec(latent_channels: int, base_dim: int = 4, seed: int = 0, device: str = "cpu") -> WanVAECodec:
+    """A random-init diffusers ``AutoencoderKLWan`` of the given latent channels, one residual block per level and
+    ``base_dim`` wide, on raw latents (``normalize=False``): a small VAE with the Wan decoder's causal state, for
+    benchmarks and tests (no weights are downloaded)."""
+    import torch
+    from diffusers import AutoencoderKLWan
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        vae: Any = AutoencoderKLWan(base_dim=base_dim, z_dim=latent_channels, dim_mult=[1, 1, 1, 1],
+                                    num_res_blocks=1, temperal_downsample=[False, True, True])
+    return WanVAECodec(vae.to(device).eval(), normalize=False)
+
+
 class WanVAECodec:
     """diffusers ``AutoencoderKLWan`` with block-streamed decoding.
 

@@ -16,7 +16,7 @@ import torch
 
 from inferix.engine import Engine, EngineConfig
 from inferix.kv_cache import CachePolicy
-from inferix.models.vae import WanVAECodec
+from inferix.models.vae import random_wan_codec
 from inferix.registry import load_model
 from inferix.sampling import SamplingConfig
 from inferix.scheduler import SessionState
@@ -32,12 +32,7 @@ def tiny():
 @pytest.fixture(scope="module")
 def wan_codec(tiny):
     """A random-init diffusers Wan VAE with the tiny model's 16 latent channels: a decoder with causal state."""
-    from diffusers import AutoencoderKLWan
-
-    torch.manual_seed(0)
-    vae = AutoencoderKLWan(base_dim=8, z_dim=tiny.model.config.out_channels, dim_mult=[1, 1, 1, 1],
-                           num_res_blocks=1, temperal_downsample=[False, True, True])
-    return WanVAECodec(vae.eval(), normalize=False)
+    return random_wan_codec(tiny.model.config.out_channels, base_dim=8)
 
 
 def _engine(tiny, codec, overlap, max_batch=4):

@@ -261,6 +261,15 @@ def _project(case: Case, point: np.ndarray) -> np.ndarray | None:
     return np.asarray(case.camera.K @ (xc / xc[2]), dtype=np.float64)[:2]
 
 
+def _start_ee(case: Case) -> np.ndarray | None:
+    """The end effector's first position (``metadata.start_ee``, world metres) where the case also has a camera to
+    project it through; else ``None``."""
+    start = case.metadata.get("start_ee")
+    if start is None or len(start) != 3 or case.camera is None or not len(case.camera.poses):
+        return None
+    return np.asarray(start, dtype=np.float64)
+
+
 def chunk_expectations(case: Case, chunks: Sequence[Chunk]) -> list[ExpectedMotion | None]:
     """:func:`expected_motion` of every chunk's action, where end-effector moves know where the arm is.
 
@@ -271,9 +280,7 @@ def chunk_expectations(case: Case, chunks: Sequence[Chunk]) -> list[ExpectedMoti
     in particular, and its true image motion (0.001 of the width a frame) was judged against the 0.002 floor
     every tracker needs when the size of the motion is unknown.
     """
-    start = case.metadata.get("start_ee")
-    at = (np.asarray(start, dtype=np.float64) if start is not None and len(start) == 3 and case.camera is not None
-          and len(case.camera.poses) else None)
+    at = _start_ee(case)
     out: list[ExpectedMotion | None] = []
     for c in chunks:
         out.append(expected_motion(c.action, case, c.num_frames, at=at))
@@ -289,10 +296,8 @@ def agent_start(case: Case) -> dict[str, Any] | None:
     ``{"color": None, "start": [x, y], "resolution": [H, W]}`` in the case's pixels (``None`` without either, or
     for a point behind the camera or outside the picture). :func:`tracks.interaction.motion.agent_motion` then
     follows the end effector by its own texture from there (interaction v21) instead of by background blobs."""
-    start = case.metadata.get("start_ee")
-    if start is None or case.camera is None or not len(case.camera.poses) or len(start) != 3:
-        return None
-    uv = _project(case, np.asarray(start, float))
+    start = _start_ee(case)
+    uv = None if start is None else _project(case, start)
     if uv is None:
         return None
     u, v = uv

@@ -36,6 +36,7 @@ what DIS reads on smoke and standard references re-encoded as stills at H.264 cr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,7 @@ MOTION_VERBS = (
     "coast", "glide", "skate", "sail", "march", "hop", "tumble", "topple", "sway", "shake", "stretch",
 )
 _VERB_FORMS = r"(?:s|es|ed|d|ing|n|en|ning|ped|ping|ted|ting)?"
+_MOTION_WORD = re.compile(r"\b(?:" + "|".join(MOTION_VERBS) + r")" + _VERB_FORMS + r"\b")
 
 
 def pair_activity(frames: np.ndarray, max_side: int = 128, stride: int = 1) -> np.ndarray:
@@ -134,11 +136,8 @@ def prompt_demand(case: Case) -> list[str]:
     first appearance: a case with no reference and no actions still says what moves ("a cyclist rides behind a
     railing", "the ball falls and bounces"), and a still video of it shows none of that (v10: without this a
     frozen street clip scored 0.833 against the clip's own 0.845)."""
-    import re
-
     text = " ".join([case.prompt or ""] + [c.caption or "" for c in case.chunks]).lower()
-    pattern = re.compile(r"\b(?:" + "|".join(MOTION_VERBS) + r")" + _VERB_FORMS + r"\b")
-    return list(dict.fromkeys(m.group(0) for m in pattern.finditer(text)))
+    return list(dict.fromkeys(m.group(0) for m in _MOTION_WORD.finditer(text)))
 
 
 def action_demand(case: Case) -> list[int]:
