@@ -12,6 +12,7 @@ read the crf 23 video, where the cube won, as a change of identity (0.55 on a cl
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tracks.interaction.motion import agent_motion
 
@@ -63,3 +64,27 @@ def test_identity_reads_no_colour_on_a_sprite_of_a_few_pixels_in_both_chunks():
     assert agent_identity_consistency(chunks, large_then_small, colors)["per_chunk"][0] < 0.2
     # the same colours on a large sprite: a change of identity, as before
     assert agent_identity_consistency(chunks, np.full(20, 40.0), colors)["per_chunk"][0] < 0.2
+
+
+def test_a_sighting_of_a_few_pixels_is_compared_by_brightness_with_a_chroma_slack():
+    """Track version 24: Pong's paddle, 18 px in the first chunk, is half hidden by the top wall later (4 px).
+    At crf 23 4:2:0 gave those 4 px the field's hue, (118, 168, 85) against (95, 178, 86): the clean video's
+    identity fell to 0.49 (against 1.0 lossless) though its brightness is the same (luma 143.6 and 142.7).
+    Such a sighting counts its luma difference in full and its chroma difference beyond CHROMA_SLACK: a speck
+    of another colour (a photo pixel of the agent's brightness found where a colour-tracked agent is gone)
+    still reads as a change of identity."""
+    from tracks.interaction.consistency import CHROMA_SLACK, agent_identity_consistency, small_sighting_difference
+    from worldolympiad.types import even_chunks
+
+    chunks = even_chunks(20, 2)
+    sizes = np.array([18.0] * 10 + [4.0] * 10)
+    tinted = np.array([[95.0, 178.0, 86.0]] * 10 + [[118.0, 168.0, 85.0]] * 10)
+    assert agent_identity_consistency(chunks, sizes, tinted)["per_chunk"][0] > 0.97  # v23: 0.53
+    speck = np.array([[40.0, 220.0, 240.0]] * 10 + [[185.0, 166.0, 201.0]] * 10)  # cyan -> a pinkish photo pixel
+    assert agent_identity_consistency(chunks, sizes, speck)["per_chunk"][0] < 0.05
+    darker = np.array([[95.0, 178.0, 86.0]] * 10 + [[45.0, 128.0, 36.0]] * 10)  # the same hue, 50 levels darker
+    assert agent_identity_consistency(chunks, sizes, darker)["per_chunk"][0] < 0.3
+    # pure chroma under the slack does not count; beyond it, it does
+    assert small_sighting_difference(np.array([10.0, -10.0, 0.0])) == pytest.approx(abs(0.299 * 10 - 0.587 * 10), abs=1e-9)
+    grey_to_red = np.array([60.0, -30.0, -30.0])  # luma change 0.299*60 - 0.701*30 = -3.09
+    assert small_sighting_difference(grey_to_red) > np.linalg.norm(grey_to_red + 3.09) - CHROMA_SLACK
