@@ -105,6 +105,15 @@ def small_sighting_difference(diff: np.ndarray) -> float:
     return abs(dy) + max(0.0, chroma - CHROMA_SLACK)
 
 
+def shrank_away(areas: np.ndarray, t: int) -> bool:
+    """Whether the last sighting before frame ``t`` was under :data:`MIN_AREA_PX` (v24): a sprite going into an
+    edge or behind a wall (Pong's paddle, 4 px under the top wall) that a lossy codec then erased. Not finding it
+    is no evidence of a change of identity; an agent that vanishes while fully seen (it changed colour, the
+    generator dropped it) is not excused."""
+    seen = np.flatnonzero(np.asarray(areas[:t]) > 0)
+    return bool(len(seen)) and float(areas[seen[-1]]) < MIN_AREA_PX
+
+
 def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, colors: np.ndarray,
                                color_scale: float = 40.0, occludable: bool = False) -> dict[str, Any]:
     """Does the tracked agent keep its size and colour across chunks? (1 = identical)
@@ -121,7 +130,8 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
 
     ``occludable`` (a named object, not the agent; v23): a chunk where the object is never found but which a later
     chunk finds it in again is unseen (``None``, left out of the mean): hidden (a gripper over the cube it grasps) or
-    carried away and back, not changed. Not found in that chunk and never again still scores 0 (it is gone).
+    carried away and back, not changed. Not found in that chunk and never again still scores 0 (it is gone). The
+    agent is excused so only where it had shrunk under :data:`MIN_AREA_PX` when last seen (:func:`shrank_away`, v24).
     """
     if len(chunks) < 2:
         raise ValueError("identity consistency needs at least two chunks")
@@ -147,8 +157,9 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
     ja = 2.0 * float(np.median(jitter_a)) if jitter_a else 0.0
     sims: list[float | None] = []
     for k, d in enumerate(desc[1:], start=1):
-        if occludable and desc[0] is not None and d is None and any(x is not None for x in desc[k + 1:]):
-            sims.append(None)  # unseen here, found again later: hidden, not changed
+        if desc[0] is not None and d is None and any(x is not None for x in desc[k + 1:]) and \
+                (occludable or shrank_away(areas, chunks[k].frame_start)):
+            sims.append(None)  # unseen here, found again later: hidden (or too small to see), not changed
             continue
         if desc[0] is None or d is None:
             sims.append(0.0)  # the tracked identity vanished in this chunk

@@ -46,7 +46,7 @@ def test_a_cube_hidden_for_a_chunk_keeps_its_identity_and_one_gone_for_good_does
     assert gone["per_object"]["red_cube"] == [0.0, 0.0] and gone["per_chunk"] == [0.5, 0.5]
 
 
-def test_the_agent_is_never_excused_and_calibration_leaves_unseen_chunks_out():
+def test_a_fully_seen_agent_is_never_excused_and_calibration_leaves_unseen_chunks_out():
     chunks = even_chunks(FRAMES, 3)
     areas = np.full(FRAMES, 50.0)
     areas[12:24] = 0  # not found in the middle chunk, found again after
@@ -56,3 +56,21 @@ def test_the_agent_is_never_excused_and_calibration_leaves_unseen_chunks_out():
     assert obj["per_chunk"] == [None, 1.0] and obj["mean"] == 1.0
     cal = calibrate_identity([None, 0.8], [0.5, 1.0])
     assert cal["per_chunk"] == [pytest.approx(0.8)] and cal["mean"] == pytest.approx(0.8)
+
+
+def test_an_agent_that_shrank_under_min_area_before_it_went_unseen_is_excused():
+    """Interaction v24: Pong's paddle goes under the top wall (4 px seen); crf 35 after a 0.75x resize erased those
+    pixels for a whole chunk, which scored 0 (the clean video's identity 0.5 against 1.0 lossless). Not finding a
+    sprite that had shrunk under MIN_AREA_PX is no evidence of a change; one that vanished while fully seen is."""
+    from tracks.interaction.consistency import MIN_AREA_PX, shrank_away
+
+    chunks = even_chunks(FRAMES, 3)
+    areas = np.full(FRAMES, 20.0)
+    areas[8:12] = MIN_AREA_PX / 4  # half under the wall at the end of the first chunk
+    areas[12:24] = 0
+    colors = np.tile(np.array(GREEN, float), (FRAMES, 1))
+    assert shrank_away(areas, 12) and not shrank_away(np.full(FRAMES, 20.0), 12)
+    assert agent_identity_consistency(chunks, areas, colors)["per_chunk"] == [None, 1.0]
+    gone = areas.copy()
+    gone[24:] = 0  # never found again: gone, not hidden
+    assert agent_identity_consistency(chunks, gone, colors)["per_chunk"] == [0.0, 0.0]
