@@ -37,7 +37,7 @@ from tracks.physics.checks._kinematics import (
 )
 from tracks.physics.tracking import ObjectTrack
 
-VERSION = "9"
+VERSION = "10"
 #: slack on the kinetic gain across a contact (projection, pixel noise in a few-frame window).
 KINETIC_SLACK = 1.6
 #: largest rebound/drop height ratio that is not an energy gain (pixel noise).
