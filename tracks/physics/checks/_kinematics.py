@@ -218,38 +218,21 @@ def _persists(v: np.ndarray, t: int) -> bool:
     return bool(np.linalg.norm(va - vb) > PERSIST_SHARE * max(np.linalg.norm(va), np.linalg.norm(vb)))
 
 
-def kinetic_gain(speeds2: list[np.ndarray], t: int, window: int = 3, margin: int = 1,
-                 heights: list[np.ndarray] | None = None, accel: float | None = None) -> float | None:
+def kinetic_gain(speeds2: list[np.ndarray], t: int, window: int = 3, margin: int = 0) -> float | None:
     """Sum over objects of mean squared 2-D speed in ``window`` frames after a contact at
     ``t``, over the same before it (equal masses assumed; a projected proxy of kinetic energy).
     ``speeds2[i][k]`` is object i's squared speed from frame k to k+1 (``speed2d(cen, fps)[1:] ** 2``).
-    Objects unseen on either side are left out; ``None`` when nothing moved before.
-
-    v10: the ``margin`` steps next to the contact on each side are left out: its frame is known to a frame (a
-    contact falls between two frames; the change may be spread over two steps, :func:`collisions`), and H.264
-    repeats a small body's pixels for a frame (a skip block) and then shows it where it has got to. A 12 px
-    ball's landing after crf 35 read a held step, then a catch-up of 0.15 frame heights into its rest, as the
-    first step after the contact: "a collision added energy" (2.70) on a clean render (``bench/suites/physics_tune``
-    ``pt-free-fall-20fps-tiny``). A contact that adds energy speeds up the steps after it, not only the one across
-    it. And with the objects' ``heights`` (frame heights, down +, per frame) and the fall's ``accel`` (frame heights
-    / s²), the energy gravity gave an object between the two windows (``2 accel`` times its mean descent, in these
-    squared-speed units) is taken off the after side: a body falling away from a contact that noise placed near an
-    apex speeds up by the fall alone."""
+    Objects unseen on either side are left out; ``None`` when nothing moved before. ``margin``: steps
+    next to the contact left out on each side (its frame is known to that many frames; impact v11, at a
+    landing: :func:`~tracks.physics.checks.impact.contact_events`)."""
     before = after = 0.0
-    for i, sp2 in enumerate(speeds2):
-        lo, hi = max(0, t - margin - window), max(0, t - margin)
-        b, a = sp2[lo:hi], sp2[t + margin : t + margin + window]
-        ok_b, ok_a = np.isfinite(b), np.isfinite(a)
-        if ok_b.any() and ok_a.any():
-            before += float(b[ok_b].mean())
-            after += float(a[ok_a].mean())
-            if heights is not None and accel is not None and accel > 0:
-                y = heights[i]
-                mid = 0.5 * (y[:-1] + y[1:])  # step k's mean height (frame k to k+1)
-                yb = mid[lo:hi][ok_b]
-                ya = mid[t + margin : t + margin + window][ok_a]
-                if np.isfinite(yb).any() and np.isfinite(ya).any():
-                    after -= 2.0 * accel * float(np.nanmean(ya) - np.nanmean(yb))
+    for sp2 in speeds2:
+        b = sp2[max(0, t - margin - window) : max(0, t - margin)]
+        a = sp2[t + margin : t + margin + window]
+        b, a = b[np.isfinite(b)], a[np.isfinite(a)]
+        if len(b) and len(a):
+            before += float(b.mean())
+            after += float(a.mean())
     return after / before if before > REST_SPEED**2 else None
 
 
