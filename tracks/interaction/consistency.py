@@ -84,9 +84,9 @@ def _hist(rgb: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
 
 
 MIN_AREA_PX = 16
-# Rec. 601 luma weights: a pixel's brightness, which 4:2:0 keeps per pixel (chroma: one sample per 2 x 2)
+#: Rec. 601 luma weights: a pixel's brightness, which 4:2:0 keeps per pixel (chroma: one sample per 2 x 2)
 LUMA = np.array([0.299, 0.587, 0.114])
-# Chroma difference (RGB grey levels) a codec gives a sprite under MIN_AREA_PX from its surroundings (v24)
+#: chroma difference (RGB grey levels) a codec gives a sprite under MIN_AREA_PX from its surroundings (v24)
 CHROMA_SLACK = 32.0
 
 
@@ -173,7 +173,8 @@ def agent_identity_consistency(chunks: Sequence[Chunk], areas: np.ndarray, color
         # and a codec blurs its brightness into its surroundings, differently at every position (issue 56:
         # a clean Pong paddle at crf 35 x0.75 read as a change of identity in every chunk, 0.0 against 1.0
         # lossless; brightness alone still did). Such a sprite's identity is that it is still found. A
-        # sprite that shrank to a speck of another colour is still compared.
+        # sprite that shrank to a speck of another colour is still compared (v24: by its luma, and its chroma
+        # beyond CHROMA_SLACK, :func:`small_sighting_difference`).
         big = max(d[0], desc[0][0]) >= MIN_AREA_PX
         if d[1] is None or desc[0][1] is None or not big:
             dc = 0.0

@@ -86,5 +86,7 @@ def test_a_sighting_of_a_few_pixels_is_compared_by_brightness_with_a_chroma_slac
     assert agent_identity_consistency(chunks, sizes, darker)["per_chunk"][0] < 0.3
     # pure chroma under the slack does not count; beyond it, it does
     assert small_sighting_difference(np.array([10.0, -10.0, 0.0])) == pytest.approx(abs(0.299 * 10 - 0.587 * 10), abs=1e-9)
-    grey_to_red = np.array([60.0, -30.0, -30.0])  # luma change 0.299*60 - 0.701*30 = -3.09
-    assert small_sighting_difference(grey_to_red) > np.linalg.norm(grey_to_red + 3.09) - CHROMA_SLACK
+    grey_to_red = np.array([60.0, -30.0, -30.0])  # luma change 0.299*60 - 0.701*30 = -3.09; chroma 73.7
+    chroma = float(np.linalg.norm(grey_to_red + 3.09))
+    assert chroma > CHROMA_SLACK
+    assert small_sighting_difference(grey_to_red) == pytest.approx(3.09 + chroma - CHROMA_SLACK, abs=1e-9)

@@ -11,7 +11,8 @@ Collisions that are not vertical rebounds — a landing that stops a fall, a bal
 rest, a hit from the side — are abrupt 2-D velocity changes of any named object
 (:func:`~tracks.physics.checks._kinematics.collisions`). Where nothing bounces, the summed
 squared speed of the objects (a projected kinetic-energy proxy, equal masses) must not grow
-across a contact by more than :data:`KINETIC_SLACK` (projection and pixel noise).
+across a contact by more than :data:`KINETIC_SLACK` (projection and pixel noise); at a landing the step next
+to the contact on each side is left out (v11; v10 was a tried version that did not land).
 
 The rule applies, so a video without any bounce or collision fails it (a still video has
 no impact, nor has one whose only contacts are stops in mid-air).
