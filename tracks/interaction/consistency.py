@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tracks.interaction.motion import LUMA_WEIGHTS
 from worldolympiad.types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -84,8 +85,6 @@ def _hist(rgb: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
 
 
 MIN_AREA_PX = 16
-#: Rec. 601 luma weights: a pixel's brightness, which 4:2:0 keeps per pixel (chroma: one sample per 2 x 2)
-LUMA = np.array([0.299, 0.587, 0.114])
 #: chroma difference (RGB grey levels) a codec gives a sprite under MIN_AREA_PX from its surroundings (v24)
 CHROMA_SLACK = 32.0
 
@@ -100,7 +99,7 @@ def small_sighting_difference(diff: np.ndarray) -> float:
     lossless video: the same colour). A speck of another colour (a photo pixel of the agent's brightness, where
     a colour-tracked agent is gone) is still far: chroma 151 apart.
     """
-    dy = float(LUMA @ diff)
+    dy = float(np.asarray(LUMA_WEIGHTS) @ diff)
     chroma = float(np.linalg.norm(diff - dy))
     return abs(dy) + max(0.0, chroma - CHROMA_SLACK)
 

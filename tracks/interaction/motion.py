@@ -121,6 +121,10 @@ def _track_components(masks: np.ndarray, min_area: int = 2,
     return out, areas, chosen
 
 
+#: BT.601 luma weights of R, G, B: a pixel's brightness, which 4:2:0 keeps per pixel (chroma: one sample per 2 x 2)
+LUMA_WEIGHTS = (0.299, 0.587, 0.114)
+
+
 def to_ycc(rgb: np.ndarray) -> np.ndarray:
     """RGB → ``float32 [..., 3]`` (Y, Cb, Cr), BT.601 full range: the space H.264 stores.
 
@@ -129,7 +133,7 @@ def to_ycc(rgb: np.ndarray) -> np.ndarray:
     around it). Matching an agent in this space lets the two be weighed apart.
     """
     x = np.asarray(rgb, dtype=np.float32)
-    y = x @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    y = x @ np.array(LUMA_WEIGHTS, dtype=np.float32)
     return np.stack([y, 0.564 * (x[..., 2] - y), 0.713 * (x[..., 0] - y)], axis=-1)
 
 
