@@ -3,8 +3,11 @@
 A case asks for ``num_frames x H x W`` RGB pixels; every track holds them (and copies) in memory.
 :func:`case_budget_problem` refuses a case past the budgets at validation, before any model or decoder
 runs (a 100,000-frame case once grew past 6 GB in 44 s). :func:`decode_limits` bounds the decoder for a
-case: it stops at the case's frame count and refuses a stream whose frames add up to more than
-:data:`DECODE_SLACK` times the case's pixels (a 75 KB mp4 of a solid colour can decode to gigabytes).
+case: it stops at the case's frame count, resamples every frame larger than the case's resolution down to it
+as it is decoded (so memory never holds more than the case's pixels), and refuses a stream whose source frames
+add up to more than :data:`DECODE_SLACK` times the case's pixels or, where that is more, the case's frame count
+of 4K frames (:data:`LARGEST_FRAME`): a 75 KB mp4 of a solid colour can decode to gigabytes, while a model
+that writes 832x480 for a 64x64 case is an ordinary user.
 
 Both budgets can be raised for a machine that holds more, through the environment:
 
@@ -22,8 +25,10 @@ MAX_FRAMES_ENV = "WORLDOLYMPIAD_MAX_FRAMES"
 MAX_PIXELS_ENV = "WORLDOLYMPIAD_MAX_PIXELS"
 DEFAULT_MAX_FRAMES = 20_000
 DEFAULT_MAX_PIXELS = 1_000_000_000
-#: a video may hold this many times its case's pixels (a 4x larger side) before the decoder refuses it
+#: a video may hold this many times its case's pixels (a 4x larger side) before the decoder refuses it ...
 DECODE_SLACK = 16
+#: ... or, where that is more, this many pixels a frame (3840x2160): any model's own output size
+LARGEST_FRAME = 3840 * 2160
 
 
 class DecodeLimits(TypedDict):
@@ -31,6 +36,7 @@ class DecodeLimits(TypedDict):
 
     max_frames: int
     max_pixels: int
+    max_size: tuple[int, int]
 
 
 class BudgetError(ValueError):
@@ -77,7 +83,10 @@ def case_budget_problem(num_frames: int, height: int, width: int) -> tuple[str, 
 
 
 def decode_limits(case: Any) -> DecodeLimits:
-    """``read_video`` keyword arguments that bound a decode for ``case``: at most its frame count, at most
-    :data:`DECODE_SLACK` times its pixels (and never more than the pixel budget)."""
+    """``read_video`` keyword arguments that bound a decode for ``case``: at most its frame count, frames larger
+    than its resolution resampled to it (``max_size``), and source frames of at most :data:`DECODE_SLACK` times
+    its pixels or its frame count of :data:`LARGEST_FRAME` frames, whichever is more (never more than the pixel
+    budget)."""
     n, (h, w) = int(case.num_frames), case.resolution
-    return {"max_frames": n, "max_pixels": min(max_pixels(), DECODE_SLACK * n * int(h) * int(w))}
+    source = n * max(DECODE_SLACK * int(h) * int(w), LARGEST_FRAME)
+    return {"max_frames": n, "max_pixels": min(max_pixels(), source), "max_size": (int(h), int(w))}

@@ -76,13 +76,16 @@ def npz_shape(path: str | Path, name: str = "frames") -> tuple[int, ...] | None:
 
 
 def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int | None = None,
-                max_pixels: int | None = None) -> Video:
+                max_pixels: int | None = None, max_size: tuple[int, int] | None = None) -> Video:
     """Read a :func:`save_frames` file back; chunk captions and actions come from ``case``.
 
     Args:
         max_frames: keep at most this many frames (a case's ``num_frames``).
         max_pixels: refuse a file whose frames hold more pixels (``T x H x W``), read from the array's
             header before anything is decompressed (:func:`worldolympiad.budgets.decode_limits`).
+        max_size: ``(h, w)``: frames larger on either side are resampled to it
+            (:func:`worldolympiad.video.io.fit_within`, as :func:`~worldolympiad.video.io.read_video` does);
+            ``metadata["resized_from"]`` then holds the source ``[h, w]``.
 
     Raises:
         VideoError: the file is not such an ``.npz`` (names the missing array), or is past ``max_pixels``.
@@ -117,7 +120,13 @@ def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int |
     src = case.chunks if case is not None else ()
     chunks = tuple(Chunk(i, int(s), int(e), src[i].caption if i < len(src) else "",
                          src[i].action if i < len(src) else None) for i, (s, e) in enumerate(bounds))
-    return Video(frames=frames, fps=fps, chunks=chunks, source=str(path))
+    metadata: dict[str, object] = {}
+    if max_size is not None and (frames.shape[1] > max_size[0] or frames.shape[2] > max_size[1]):
+        from worldolympiad.video.io import fit_within
+
+        metadata["resized_from"] = [int(frames.shape[1]), int(frames.shape[2])]
+        frames = np.stack([fit_within(f, max_size) for f in frames])
+    return Video(frames=frames, fps=fps, chunks=chunks, source=str(path), metadata=metadata)
 
 
 def _write(path: Path, video: Video, fmt: str, pix_fmt: str, qp: int) -> None:

@@ -65,7 +65,8 @@ def bad_suite(tmp_path):
     (tmp_path / "malformed.json").write_text('{"id": "malformed", "scenario": ')
     ids = ["good", "truncated", "zeroframe", "textfile", "oneframe", "gray", "rgba", "sixteen", "rgb48", "odd",
            "missing"]
-    cases: list = [wo_testlib.case_dict(i) for i in ids]
+    res = {"gray": (15, 17), "odd": (15, 17), "rgba": (16, 18)}  # at their cases' sizes (a larger one is resampled)
+    cases: list = [wo_testlib.case_dict(i, res=res.get(i, (16, 16))) for i in ids]
     cases.append("malformed.json")
     cases.append({**wo_testlib.case_dict("badfield"), "scenario": "mars"})
     cases.append(wo_testlib.case_dict("good"))  # duplicate id

@@ -66,7 +66,7 @@ def test_input_checks_are_recorded_on_the_row_and_shown(tmp_path, capsys):
     vids.mkdir()
     cases = [wo_testlib.case_dict("full", num_frames=8), wo_testlib.case_dict("half", num_frames=8)]
     write_video(vids / "full.mp4", wo_testlib.frames_for("full", num_frames=8), 8, qp=0, pix_fmt="yuv444p")
-    write_video(vids / "half.mp4", wo_testlib.frames_for("half", num_frames=4, res=(16, 24)), 12)  # 4:2:0 by default
+    write_video(vids / "half.mp4", wo_testlib.frames_for("half", num_frames=4, res=(12, 12)), 12)  # 4:2:0 by default
     suite = wo_testlib.write_suite(tmp_path / "suite.json", cases)
     out = tmp_path / "runs"
     assert _run(f"videos:{vids}", suite, out) == 0

@@ -108,18 +108,24 @@ def _bomb(path: Path, frames: int = 120, size: int = 1024) -> Path:
     return path
 
 
-def test_the_decoder_stops_at_the_case_and_the_pixel_budget(tmp_path):
+def test_the_decoder_stops_at_the_case_and_the_pixel_budget(tmp_path, monkeypatch):
     bomb = _bomb(tmp_path / "small.mp4")
     assert bomb.stat().st_size < 200_000  # decodes to 377 MB
     tight = Case.from_dict(wo_testlib.case_dict("small", num_frames=24, res=(64, 64)))
     tracemalloc.start()
     try:
+        # frames larger than the case are resampled to it as they are decoded: the case's memory, not the stream's
+        video = read_video(bomb, **decode_limits(tight))
+        assert video.frames.shape == (24, 64, 64, 3) and video.metadata["resized_from"] == [1024, 1024]
+        del video
+        monkeypatch.setenv(MAX_PIXELS_ENV, str(10 * 1024 * 1024))  # a stream past the budget is refused
         with pytest.raises(VideoError, match="WORLDOLYMPIAD_MAX_PIXELS"):
             read_video(bomb, **decode_limits(tight))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 20e6
+    monkeypatch.delenv(MAX_PIXELS_ENV)
     roomy = Case.from_dict(wo_testlib.case_dict("small", num_frames=6, res=(1024, 1024)))
     assert read_video(bomb, **decode_limits(roomy)).num_frames == 6  # stops at the case's frame count
 
@@ -128,8 +134,9 @@ def test_a_videos_model_file_is_read_within_the_case(tmp_path):
     from worldolympiad.models.videos import VideosModel, check_video_file
 
     bomb = _bomb(tmp_path / "small.mp4")
-    with pytest.raises(VideoError, match="budget"):
-        VideosModel(str(tmp_path)).generate(Case.from_dict(wo_testlib.case_dict("small", num_frames=24, res=(64, 64))))
+    small = VideosModel(str(tmp_path)).generate(Case.from_dict(wo_testlib.case_dict("small", num_frames=24,
+                                                                                     res=(64, 64))))
+    assert small.frames.shape == (24, 64, 64, 3) and small.metadata["resized_from"] == [1024, 1024]
     case = Case.from_dict(wo_testlib.case_dict("small", num_frames=6, res=(1024, 1024)))
     assert VideosModel(str(tmp_path)).generate(case).num_frames == 6
     long = [w for w in check_video_file(bomb, case) if w.kind == "long"]
@@ -197,7 +204,7 @@ def test_a_raw_frames_file_is_measured_from_its_header_before_it_is_loaded(tmp_p
     try:
         with pytest.raises(VideoError, match="past the budget"):
             VideosModel(str(tmp_path)).generate(tight)
-        assert sorted(w.kind for w in check_video_file(tmp_path / "raw.npz", tight)) == ["long", "size"]
+        assert sorted(w.kind for w in check_video_file(tmp_path / "raw.npz", tight)) == ["long", "resized"]
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

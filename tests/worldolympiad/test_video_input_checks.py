@@ -32,10 +32,11 @@ def folder(tmp_path):
     write_video(d / "exact.mp4", _frames(), 10.0, lossless=True)
     encode_like_users(d / "user.mp4", _frames(), 10.0, crf=23)
     encode_like_users(d / "small.mp4", _frames(), 10.0, crf=0, pix_fmt="yuv444p", scale=0.5)
+    encode_like_users(d / "large.mp4", _frames(), 10.0, crf=0, pix_fmt="yuv444p", scale=2.0)
     write_video(d / "short.mp4", _frames(T=12), 10.0, lossless=True)
     write_video(d / "slow.mp4", _frames(), 5.0, lossless=True)
     np.savez(d / "raw.npz", frames=_frames())
-    cases = [_case(c) for c in ("exact", "user", "small", "short", "slow", "raw", "absent")]
+    cases = [_case(c) for c in ("exact", "user", "small", "large", "short", "slow", "raw", "absent")]
     return d, cases
 
 
@@ -45,6 +46,7 @@ def test_each_weakness_is_found_in_its_own_file_and_nothing_in_exact_files(folde
     assert _kinds(ws, "exact") == [] and _kinds(ws, "raw") == []
     assert _kinds(ws, "user") == ["chroma_420", "lossy"]
     assert _kinds(ws, "small") == ["size"]  # crf 0 in 4:4:4 is lossless and full-chroma: only the size
+    assert _kinds(ws, "large") == ["resized"]  # larger than the case: scored at the case's resolution
     assert _kinds(ws, "short") == ["short"]
     assert _kinds(ws, "slow") == ["fps"]
     assert _kinds(ws, "absent") == ["missing"]
@@ -57,6 +59,8 @@ def test_warnings_name_the_file_the_cost_and_the_fix(folder):
     assert chroma.path.endswith("user.mp4") and "1-2 px objects" in chroma.message and "yuv444p" in chroma.message
     assert "crf=23" in ws[("user", "lossy")].message and "-qp 0" in ws[("user", "lossy")].message
     assert "the video is 24x16 px, the case asks for 48x32" in ws[("small", "size")].message
+    assert "the video is 96x64 px, scored at the case's 48x32" in ws[("large", "resized")].message
+    assert "its aspect ratio" not in ws[("large", "resized")].message  # the same aspect ratio: nothing stretched
     assert "12 frames, the case has 20" in ws[("short", "short")].message
     assert str(chroma).startswith(chroma.path)
 
@@ -66,7 +70,7 @@ def test_summary_is_one_line_per_kind_with_counts(folder):
     ws = video_input_warnings(d, cases)
     lines = summarize_warnings(ws, len(cases))
     assert len(lines) == len({w.kind for w in ws})
-    assert any(line.startswith("chroma_420: 1 of 7 video(s) (user.mp4;") for line in lines)
+    assert any(line.startswith("chroma_420: 1 of 8 video(s) (user.mp4;") for line in lines)
 
 
 def test_validate_videos_prints_the_warnings_and_keeps_exit_code(folder, tmp_path, capsys):

@@ -60,7 +60,8 @@ examples:
   worldolympiad validate docs/examples/suite.json --videos gen/   # + warnings on gen/<case_id>.mp4
 file formats: docs/formats.md
 budgets: a case may ask for at most 20,000 frames and 1,000,000,000 pixels (num_frames x H x W), and a
-  video is decoded up to its case's frame count; raise them where the machine holds more with the
+  video is decoded up to its case's frame count, frames larger than the case's resolution resampled to it
+  (at most 4K frames, or 16x the case's pixels); raise them where the machine holds more with the
   environment variables WORLDOLYMPIAD_MAX_FRAMES and WORLDOLYMPIAD_MAX_PIXELS
 """
 SCORE_EPILOG = """\

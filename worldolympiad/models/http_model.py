@@ -170,7 +170,10 @@ class HttpModel(WorldModel):
                                  "model.timeout=SECONDS or make the server faster") from None
             raise ModelError(f"{where} failed: {reason}; is the server running?") from None
         try:
-            return decode_frames(body, content_type, **decode_limits(case))
+            limits = decode_limits(case)
+            # at the size the server sent: the evaluator stores them and resamples a larger video to the case's
+            # resolution as it reads it back (`resized_from`, the row's input warning), as for every model
+            return decode_frames(body, content_type, max_frames=limits["max_frames"], max_pixels=limits["max_pixels"])
         except ValueError as e:
             raise ModelError(f"{where}: {e} (the answer must be an npz or a video: {CONTRACT})") from None
 

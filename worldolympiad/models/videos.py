@@ -246,7 +246,7 @@ class InputWarning:
     """Evidence in a ``videos:`` folder will be weaker than it could be (a warning, never an error).
 
     Attributes:
-        kind: ``chroma_420`` | ``lossy`` | ``size`` | ``short`` | ``long`` | ``fps`` | ``missing``.
+        kind: ``chroma_420`` | ``lossy`` | ``size`` | ``resized`` | ``short`` | ``long`` | ``fps`` | ``missing``.
         case_id: the case the file belongs to.
         path: the video file (empty for ``missing``).
         message: what was found, what it costs and how to fix it.
@@ -278,6 +278,11 @@ WARNING_TEXT: dict[str, tuple[str, str]] = {
     "size": ("object boxes and camera intrinsics of the case are in the case's pixels, and small objects shrink "
              "further when the video is smaller",
              "render at the case's resolution"),
+    "resized": ("it is scored at the case's resolution, area-resampled as it is decoded (the tracks' pixel "
+                "tolerances are set there); another aspect ratio is stretched to the case's, as a pipeline that "
+                "resizes the case's first frame to its own size stretches it",
+                "nothing, if the model renders only at its own size; render at the case's resolution to be scored "
+                "on exactly your frames"),
     "short": ("chunks past the video's end are dropped, their actions and captions go unjudged and the "
               "long-video track splits fewer frames",
               "generate the case's num_frames frames"),
@@ -354,11 +359,20 @@ def check_video_file(path: Path, case: Case) -> list[InputWarning]:
 
 
 def check_frames(case: Case, path: str, num_frames: int, hw: tuple[int, int], fps: float) -> list[InputWarning]:
-    """Size, length and frame rate of a video against its case (any model's output, not only files)."""
+    """Size, length and frame rate of a video against its case (any model's output, not only files).
+
+    ``hw`` is the size the model wrote: a video larger than its case on either side is ``resized`` to the case's
+    resolution when it is read (:func:`worldolympiad.video.io.fit_within`), a smaller one is scored at its ``size``.
+    """
     out: list[InputWarning] = []
     h, w = hw
-    want_h, want_w = case.resolution
-    if (h, w) != (int(want_h), int(want_w)):
+    want_h, want_w = int(case.resolution[0]), int(case.resolution[1])
+    if h > want_h or w > want_w:
+        aspect = "" if abs(w / h - want_w / want_h) <= 0.01 * want_w / want_h else \
+            f", its aspect ratio {w / h:.2f} stretched to {want_w / want_h:.2f}"
+        out.append(_warn("resized", case.id, path, f"the video is {w}x{h} px, scored at the case's "
+                                                   f"{want_w}x{want_h}{aspect}"))
+    elif (h, w) != (want_h, want_w):
         out.append(_warn("size", case.id, path, f"the video is {w}x{h} px, the case asks for {want_w}x{want_h}"))
     if num_frames and num_frames < case.num_frames:
         out.append(_warn("short", case.id, path, f"{num_frames} frames, the case has {case.num_frames}"))

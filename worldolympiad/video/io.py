@@ -84,9 +84,27 @@ def _over_budget(path: Path, pixels: int, max_pixels: int) -> VideoError:
                       "(or raise WORLDOLYMPIAD_MAX_PIXELS where the machine holds it)")
 
 
-def _decode_pyav(path: Path, max_frames: int | None,
-                 max_pixels: int | None = None) -> tuple[list[np.ndarray], float, str | None]:
-    """Frames, source fps and the decoder's complaint (a truncated file stops mid-stream) of ``path``."""
+def fit_within(frame: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
+    """``frame`` resampled to ``size`` ``(h, w)`` when it is larger on either side, else unchanged.
+
+    Area interpolation (OpenCV ``INTER_AREA``: each output pixel the mean of the input pixels it covers, no
+    aliasing); a frame of another aspect ratio is stretched to ``size``, as a pipeline that resizes the case's
+    first frame to its own size stretches it. A frame at ``size`` or smaller is returned as it is (the tracks
+    rescale the case's boxes and intrinsics to it)."""
+    if size is None:
+        return frame
+    h, w = int(size[0]), int(size[1])
+    if frame.shape[0] <= h and frame.shape[1] <= w:
+        return frame
+    import cv2
+
+    return np.ascontiguousarray(cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA))
+
+
+def _decode_pyav(path: Path, max_frames: int | None, max_pixels: int | None = None,
+                 max_size: tuple[int, int] | None = None) -> tuple[list[np.ndarray], float, str | None, tuple[int, int]]:
+    """Frames (each :func:`fit_within` ``max_size``), source fps, the decoder's complaint (a truncated file stops
+    mid-stream) and the source frame size of ``path``."""
     import av
 
     frames: list[np.ndarray] = []
@@ -104,23 +122,25 @@ def _decode_pyav(path: Path, max_frames: int | None,
         rate = stream.average_rate or stream.guessed_rate
         src_fps = float(rate) if rate else 0.0
         pixels = 0
+        src_hw = (int(stream.height or 0), int(stream.width or 0))
         try:
             for frame in container.decode(stream):
                 pixels += frame.width * frame.height  # counted before the frame is converted
                 if max_pixels is not None and pixels > max_pixels:
                     raise _over_budget(path, pixels, max_pixels)
-                frames.append(_to_rgb_uint8(frame.to_ndarray(format="rgb24")))
+                src_hw = (frame.height, frame.width)
+                frames.append(fit_within(_to_rgb_uint8(frame.to_ndarray(format="rgb24")), max_size))
                 if max_frames is not None and len(frames) >= max_frames:
                     break
         except VideoError:
             raise
         except Exception as e:  # noqa: BLE001 - truncated files raise mid-stream
             decode_error = f"{type(e).__name__}: {e}"
-    return frames, src_fps, decode_error
+    return frames, src_fps, decode_error, src_hw
 
 
-def _decode_opencv(path: Path, max_frames: int | None,
-                   max_pixels: int | None = None) -> tuple[list[np.ndarray], float, str | None]:
+def _decode_opencv(path: Path, max_frames: int | None, max_pixels: int | None = None,
+                   max_size: tuple[int, int] | None = None) -> tuple[list[np.ndarray], float, str | None, tuple[int, int]]:
     """The same through OpenCV's FFmpeg backend, for an environment without PyAV (a GPU image that ships
     torch and OpenCV). Both convert through FFmpeg's swscale: an H.264 render decodes to identical frames
     (``test_read_video_without_pyav_decodes_the_same_frames``). OpenCV hands every pixel format over as
@@ -134,17 +154,19 @@ def _decode_opencv(path: Path, max_frames: int | None,
     frames: list[np.ndarray] = []
     try:
         src_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
-        frame_pixels = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0) * int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0)
+        src_hw = (int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0), int(cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0))
+        frame_pixels = src_hw[0] * src_hw[1]
         while max_frames is None or len(frames) < max_frames:
             if max_pixels is not None and (len(frames) + 1) * frame_pixels > max_pixels:
                 raise _over_budget(path, (len(frames) + 1) * frame_pixels, max_pixels)
             ok, bgr = cap.read()
             if not ok:
                 break
-            frames.append(_to_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+            src_hw = bgr.shape[:2]
+            frames.append(fit_within(_to_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)), max_size))
     finally:
         cap.release()
-    return frames, src_fps, None
+    return frames, src_fps, None, (int(src_hw[0]), int(src_hw[1]))
 
 
 def read_video(
@@ -154,6 +176,7 @@ def read_video(
     fps: float | None = None,
     max_frames: int | None = None,
     max_pixels: int | None = None,
+    max_size: tuple[int, int] | None = None,
     chunks: Sequence[Chunk] = (),
     min_frames: int = 1,
 ) -> Video:
@@ -167,6 +190,10 @@ def read_video(
         max_pixels: refuse a stream whose decoded frames add up to more than this many pixels
             (frames x height x width), checked before each frame is converted. Both bounds for a case:
             :func:`worldolympiad.budgets.decode_limits`.
+        max_size: ``(h, w)``: a frame larger than this on either side is resampled to it as it is decoded
+            (:func:`fit_within`; a case's resolution, so a user's 832x480 video of a 64x64 case holds 64x64 frames
+            in memory and is judged where the tracks' pixel tolerances were set); ``metadata["resized_from"]``
+            then holds the source ``[h, w]``.
         chunks: chunk boundaries to attach (in frames of the *returned* video).
         min_frames: fewer decoded frames than this is an error.
 
@@ -178,10 +205,10 @@ def read_video(
     try:
         import av  # noqa: F401 - only probing for it
     except ImportError:
-        frames, src_fps, decode_error = _decode_opencv(path, max_frames, max_pixels)
+        frames, src_fps, decode_error, src_hw = _decode_opencv(path, max_frames, max_pixels, max_size)
         decoder = "opencv"
     else:
-        frames, src_fps, decode_error = _decode_pyav(path, max_frames, max_pixels)
+        frames, src_fps, decode_error, src_hw = _decode_pyav(path, max_frames, max_pixels, max_size)
         decoder = "pyav"
     if not frames:
         extra = f" (decoder said: {decode_error})" if decode_error else ""
@@ -200,6 +227,8 @@ def read_video(
         metadata["decoder"] = decoder
     if decode_error:
         metadata["decode_warning"] = decode_error
+    if (h, w) != tuple(src_hw):
+        metadata["resized_from"] = [int(src_hw[0]), int(src_hw[1])]
     out_fps = src_fps
     if fps is not None and fps > 0 and abs(fps - src_fps) > 1e-6:
         idx = resample_indices(len(arr), src_fps, fps)
