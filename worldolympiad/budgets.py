@@ -37,6 +37,7 @@ class DecodeLimits(TypedDict):
     max_frames: int
     max_pixels: int
     max_size: tuple[int, int]
+    clock: float
 
 
 class BudgetError(ValueError):
@@ -84,9 +85,10 @@ def case_budget_problem(num_frames: int, height: int, width: int) -> tuple[str, 
 
 def decode_limits(case: Any) -> DecodeLimits:
     """``read_video`` keyword arguments that bound a decode for ``case``: at most its frame count, frames larger
-    than its resolution resampled to it (``max_size``), and source frames of at most :data:`DECODE_SLACK` times
-    its pixels or its frame count of :data:`LARGEST_FRAME` frames, whichever is more (never more than the pixel
-    budget)."""
+    than its resolution resampled to it (``max_size``), on its timeline (``clock``: a file at another frame rate,
+    :func:`worldolympiad.video.io.read_video`), and source frames of at most :data:`DECODE_SLACK` times its pixels
+    or its frame count of :data:`LARGEST_FRAME` frames, whichever is more (never more than the pixel budget)."""
     n, (h, w) = int(case.num_frames), case.resolution
     source = n * max(DECODE_SLACK * int(h) * int(w), LARGEST_FRAME)
-    return {"max_frames": n, "max_pixels": min(max_pixels(), source), "max_size": (int(h), int(w))}
+    return {"max_frames": n, "max_pixels": min(max_pixels(), source), "max_size": (int(h), int(w)),
+            "clock": float(case.fps)}

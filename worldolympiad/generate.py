@@ -76,7 +76,8 @@ def npz_shape(path: str | Path, name: str = "frames") -> tuple[int, ...] | None:
 
 
 def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int | None = None,
-                max_pixels: int | None = None, max_size: tuple[int, int] | None = None) -> Video:
+                max_pixels: int | None = None, max_size: tuple[int, int] | None = None,
+                clock: float | None = None) -> Video:
     """Read a :func:`save_frames` file back; chunk captions and actions come from ``case``.
 
     Args:
@@ -86,6 +87,8 @@ def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int |
         max_size: ``(h, w)``: frames larger on either side are resampled to it
             (:func:`worldolympiad.video.io.fit_within`, as :func:`~worldolympiad.video.io.read_video` does);
             ``metadata["resized_from"]`` then holds the source ``[h, w]``.
+        clock: a case's frame rate: frames at another rate are put on the case's timeline as
+            :func:`~worldolympiad.video.io.read_video` puts a file's.
 
     Raises:
         VideoError: the file is not such an ``.npz`` (names the missing array), or is past ``max_pixels``.
@@ -107,20 +110,31 @@ def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int |
         if isinstance(e, VideoError):
             raise
         raise VideoError(f"{path}: not a readable .npz of frames ({e})") from e
-    if max_frames is not None and "frames" in arrays:
-        arrays["frames"] = arrays["frames"][:max_frames]
     missing = [k for k in ("frames", "fps") if k not in arrays]
     if missing:
         raise VideoError(f"{path}: no {' or '.join(map(repr, missing))} array (it has {sorted(arrays)}); write "
                          "frame files with `worldolympiad generate --format npz`")
+    from worldolympiad.video.io import SAME_RATE, case_timeline
+
     frames, fps = arrays["frames"], float(arrays["fps"])
     bounds = arrays.get("chunk_frames", np.zeros((0, 2), dtype=np.int64))
     if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3 or not len(frames):
         raise VideoError(f"{path}: frames must be uint8 [T, H, W, 3] with T > 0, got {frames.dtype} {frames.shape}")
+    metadata: dict[str, object] = {}
+    wanted = case_timeline(fps, clock, max_frames)
+    if wanted is not None and len(frames) > wanted[-1]:
+        frames = frames[wanted]
+        metadata["retimed_from_fps"] = fps
+        bounds = np.zeros((0, 2), dtype=np.int64)  # the file's chunk frames are not the case's: the case's chunks
+    else:
+        frames = frames[:max_frames] if max_frames is not None else frames
+        if clock is not None and clock > 0 and abs(fps - clock) > SAME_RATE * clock:
+            metadata["file_fps"] = fps
+    if metadata:
+        fps = float(clock or fps)
     src = case.chunks if case is not None else ()
     chunks = tuple(Chunk(i, int(s), int(e), src[i].caption if i < len(src) else "",
                          src[i].action if i < len(src) else None) for i, (s, e) in enumerate(bounds))
-    metadata: dict[str, object] = {}
     if max_size is not None and (frames.shape[1] > max_size[0] or frames.shape[2] > max_size[1]):
         from worldolympiad.video.io import fit_within
 

@@ -134,11 +134,17 @@ def test_read_video_without_pyav_decodes_the_same_frames(tmp_path, monkeypatch, 
     write_video(tmp_path / "a.mp4", frames, 15)
     write_video(tmp_path / "b.mp4", frames, 15, pix_fmt="yuv444p")
     with_av = [read_video(tmp_path / n) for n in ("a.mp4", "b.mp4")]
+    # on a case's clock and size (7.5 fps, 24x32): every other frame, area-resampled, as PyAV decodes them
+    case_like = {"max_frames": 3, "max_size": (24, 32), "clock": 7.5}
+    av_case = read_video(tmp_path / "b.mp4", **case_like)
+    assert av_case.metadata["retimed_from_fps"] == 15 and av_case.frames.shape == (3, 24, 32, 3)
     monkeypatch.setitem(__import__("sys").modules, "av", None)  # `import av` now raises ImportError
     for n, ref in zip(("a.mp4", "b.mp4"), with_av, strict=True):
         v = read_video(tmp_path / n)
         assert v.metadata["decoder"] == "opencv" and "decoder" not in ref.metadata
         assert np.array_equal(v.frames, ref.frames) and v.fps == pytest.approx(ref.fps)
+    cv_case = read_video(tmp_path / "b.mp4", **case_like)
+    assert np.array_equal(cv_case.frames, av_case.frames) and cv_case.metadata["resized_from"] == [48, 64]
     assert len(read_video(tmp_path / "a.mp4", max_frames=2).frames) == 2
     _, vids, _ = bad_suite
     with pytest.raises(VideoError, match="textfile"):

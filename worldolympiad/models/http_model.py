@@ -146,7 +146,7 @@ class HttpModel(WorldModel):
 
     # ------------------------------------------------------------------ requests
     def _post(self, route: str, payload: dict[str, Any], case: Case) -> tuple[np.ndarray, float | None]:
-        from worldolympiad.budgets import decode_limits
+        from worldolympiad.budgets import decode_limits, max_frames
 
         url = f"{self.url}/{route}"
         request = urllib.request.Request(url, data=json.dumps(payload, default=str).encode(), headers=self.headers, method="POST")
@@ -171,9 +171,10 @@ class HttpModel(WorldModel):
             raise ModelError(f"{where} failed: {reason}; is the server running?") from None
         try:
             limits = decode_limits(case)
-            # at the size the server sent: the evaluator stores them and resamples a larger video to the case's
-            # resolution as it reads it back (`resized_from`, the row's input warning), as for every model
-            return decode_frames(body, content_type, max_frames=limits["max_frames"], max_pixels=limits["max_pixels"])
+            # as the server sent them (size, rate, every frame within the pixel budget): the evaluator stores them and
+            # puts them on the case's frames as it reads them back (`resized_from`, `retimed_from_fps`, the row's
+            # input warnings), as for every model
+            return decode_frames(body, content_type, max_frames=max_frames(), max_pixels=limits["max_pixels"])
         except ValueError as e:
             raise ModelError(f"{where}: {e} (the answer must be an npz or a video: {CONTRACT})") from None
 

@@ -132,6 +132,11 @@ class VideosModel(WorldModel):
             from worldolympiad.budgets import decode_limits
 
             video = read_video(path, **decode_limits(case))  # the case's frames at most, within the pixel budget
+        src_fps = video.metadata.get("retimed_from_fps")
+        if chunks and src_fps:  # the timestamps count the file's frames; the video now holds the case's
+            k = float(case.fps) / float(src_fps)
+            chunks = tuple(Chunk(c.index, int(round(c.frame_start * k)), int(round(c.frame_end * k)), c.caption, c.action)
+                           for c in chunks)
         if not chunks:
             chunks = _clip_chunks(case.chunks, video.num_frames)
         else:
@@ -288,8 +293,10 @@ WARNING_TEXT: dict[str, tuple[str, str]] = {
               "generate the case's num_frames frames"),
     "long": ("frames past the case's num_frames are not decoded or scored",
              "generate the case's num_frames frames (trim the rest)"),
-    "fps": ("per-frame motion is compared with the case's per-frame actions and physics at the case's frame rate",
-            "write the video at the case's fps"),
+    "fps": ("it is scored on the case's clock: a faster video that lasts the case's duration gives the frames nearest "
+            "to the case's frame times, any other one's frames are read as the case's frames one to one (its rate "
+            "taken for an exporter's label: diffusers' export_to_video writes 10 fps unless told)",
+            "write the case's num_frames frames at the case's fps"),
     "missing": ("the case gets a failed row for this model", "generate it, or fix the file name (<case_id>.mp4)"),
 }
 

@@ -101,10 +101,37 @@ def fit_within(frame: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
     return np.ascontiguousarray(cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA))
 
 
+#: frame rates within this share of each other are the same clock (a container's 30000/1001 for 29.97)
+SAME_RATE = 0.01
+
+
+def case_timeline(src_fps: float, clock: float | None, num_frames: int | None) -> np.ndarray | None:
+    """The file frames nearest to a case's frame times ``i / clock`` (``i < num_frames``) when the file runs at a
+    higher frame rate than the case (``None`` otherwise): a model that renders at its own rate (16 or 24 fps) for
+    a case at 8 is judged on the case's frames in time, as long as the file lasts the case's duration."""
+    if clock is None or num_frames is None or clock <= 0 or src_fps <= clock * (1 + SAME_RATE):
+        return None
+    return np.round(np.arange(num_frames) * src_fps / clock).astype(np.int64)
+
+
+def _decode_plan(src_fps: float, clock: float | None, max_frames: int | None,
+                 max_pixels: int | None) -> tuple[set[int] | None, int | None, int | None]:
+    """Which decoded frames to keep (``None``: all), after how many to stop, and the source pixel budget: a file
+    faster than ``clock`` is decoded up to :func:`case_timeline`'s last frame, keeping only its frames, within the
+    budget scaled by the frames decoded between them (decoded, never held)."""
+    wanted = case_timeline(src_fps, clock, max_frames)
+    if wanted is None or not max_frames:
+        return None, max_frames, max_pixels
+    last = int(wanted[-1]) + 1
+    return set(wanted.tolist()), last, None if max_pixels is None else max_pixels * last // max_frames
+
+
 def _decode_pyav(path: Path, max_frames: int | None, max_pixels: int | None = None,
-                 max_size: tuple[int, int] | None = None) -> tuple[list[np.ndarray], float, str | None, tuple[int, int]]:
+                 max_size: tuple[int, int] | None = None,
+                 clock: float | None = None) -> tuple[list[np.ndarray], float, str | None, tuple[int, int], bool]:
     """Frames (each :func:`fit_within` ``max_size``), source fps, the decoder's complaint (a truncated file stops
-    mid-stream) and the source frame size of ``path``."""
+    mid-stream), the source frame size of ``path`` and whether the frames are :func:`case_timeline`'s (``clock``
+    given, a faster file that lasted the case's duration: ``max_frames`` of them; only those are converted)."""
     import av
 
     frames: list[np.ndarray] = []
@@ -123,24 +150,29 @@ def _decode_pyav(path: Path, max_frames: int | None, max_pixels: int | None = No
         src_fps = float(rate) if rate else 0.0
         pixels = 0
         src_hw = (int(stream.height or 0), int(stream.width or 0))
+        keep, last, max_pixels = _decode_plan(src_fps, clock, max_frames, max_pixels)
+        decoded = 0
         try:
             for frame in container.decode(stream):
                 pixels += frame.width * frame.height  # counted before the frame is converted
                 if max_pixels is not None and pixels > max_pixels:
                     raise _over_budget(path, pixels, max_pixels)
                 src_hw = (frame.height, frame.width)
-                frames.append(fit_within(_to_rgb_uint8(frame.to_ndarray(format="rgb24")), max_size))
-                if max_frames is not None and len(frames) >= max_frames:
+                decoded += 1
+                if keep is None or decoded - 1 in keep:
+                    frames.append(fit_within(_to_rgb_uint8(frame.to_ndarray(format="rgb24")), max_size))
+                if last is not None and decoded >= last:
                     break
         except VideoError:
             raise
         except Exception as e:  # noqa: BLE001 - truncated files raise mid-stream
             decode_error = f"{type(e).__name__}: {e}"
-    return frames, src_fps, decode_error, src_hw
+    return frames, src_fps, decode_error, src_hw, keep is not None and decoded >= (last or 0)
 
 
 def _decode_opencv(path: Path, max_frames: int | None, max_pixels: int | None = None,
-                   max_size: tuple[int, int] | None = None) -> tuple[list[np.ndarray], float, str | None, tuple[int, int]]:
+                   max_size: tuple[int, int] | None = None,
+                   clock: float | None = None) -> tuple[list[np.ndarray], float, str | None, tuple[int, int], bool]:
     """The same through OpenCV's FFmpeg backend, for an environment without PyAV (a GPU image that ships
     torch and OpenCV). Both convert through FFmpeg's swscale: an H.264 render decodes to identical frames
     (``test_read_video_without_pyav_decodes_the_same_frames``). OpenCV hands every pixel format over as
@@ -156,17 +188,21 @@ def _decode_opencv(path: Path, max_frames: int | None, max_pixels: int | None = 
         src_fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
         src_hw = (int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0), int(cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0))
         frame_pixels = src_hw[0] * src_hw[1]
-        while max_frames is None or len(frames) < max_frames:
-            if max_pixels is not None and (len(frames) + 1) * frame_pixels > max_pixels:
-                raise _over_budget(path, (len(frames) + 1) * frame_pixels, max_pixels)
+        keep, last, max_pixels = _decode_plan(src_fps, clock, max_frames, max_pixels)
+        decoded = 0
+        while last is None or decoded < last:
+            if max_pixels is not None and (decoded + 1) * frame_pixels > max_pixels:
+                raise _over_budget(path, (decoded + 1) * frame_pixels, max_pixels)
             ok, bgr = cap.read()
             if not ok:
                 break
             src_hw = bgr.shape[:2]
-            frames.append(fit_within(_to_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)), max_size))
+            decoded += 1
+            if keep is None or decoded - 1 in keep:
+                frames.append(fit_within(_to_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)), max_size))
     finally:
         cap.release()
-    return frames, src_fps, None, (int(src_hw[0]), int(src_hw[1]))
+    return frames, src_fps, None, (int(src_hw[0]), int(src_hw[1])), keep is not None and decoded >= (last or 0)
 
 
 def read_video(
@@ -177,6 +213,7 @@ def read_video(
     max_frames: int | None = None,
     max_pixels: int | None = None,
     max_size: tuple[int, int] | None = None,
+    clock: float | None = None,
     chunks: Sequence[Chunk] = (),
     min_frames: int = 1,
 ) -> Video:
@@ -194,6 +231,13 @@ def read_video(
             (:func:`fit_within`; a case's resolution, so a user's 832x480 video of a 64x64 case holds 64x64 frames
             in memory and is judged where the tracks' pixel tolerances were set); ``metadata["resized_from"]``
             then holds the source ``[h, w]``.
+        clock: a case's frame rate: the video is put on the case's timeline, its ``max_frames`` frames at
+            ``i / clock`` (:func:`worldolympiad.budgets.decode_limits`). A file at the same rate (within
+            :data:`SAME_RATE`) is read as it is. A faster file that lasts the case's duration gives the frames
+            nearest to the case's frame times (:func:`case_timeline`; ``metadata["retimed_from_fps"]``). Any other
+            file's frames are the case's frames one to one, its rate taken for an exporter's label
+            (``diffusers.export_to_video`` writes 10 fps unless told; ``metadata["file_fps"]``). Either way the
+            video's ``fps`` is then ``clock``.
         chunks: chunk boundaries to attach (in frames of the *returned* video).
         min_frames: fewer decoded frames than this is an error.
 
@@ -205,11 +249,13 @@ def read_video(
     try:
         import av  # noqa: F401 - only probing for it
     except ImportError:
-        frames, src_fps, decode_error, src_hw = _decode_opencv(path, max_frames, max_pixels, max_size)
-        decoder = "opencv"
+        decode, decoder = _decode_opencv, "opencv"
     else:
-        frames, src_fps, decode_error, src_hw = _decode_pyav(path, max_frames, max_pixels, max_size)
-        decoder = "pyav"
+        decode, decoder = _decode_pyav, "pyav"
+    frames, src_fps, decode_error, src_hw, retimed = decode(path, max_frames, max_pixels, max_size, clock)
+    if clock is not None and not retimed and case_timeline(src_fps, clock, max_frames) is not None:
+        # a faster file that ended before the case's duration: its first frames, one to one
+        frames, src_fps, decode_error, src_hw, _ = decode(path, max_frames, max_pixels, max_size, None)
     if not frames:
         extra = f" (decoder said: {decode_error})" if decode_error else ""
         raise VideoError(f"{path}: contains no decodable frames{extra}; the file is truncated or not a video — regenerate it")
@@ -230,6 +276,9 @@ def read_video(
     if (h, w) != tuple(src_hw):
         metadata["resized_from"] = [int(src_hw[0]), int(src_hw[1])]
     out_fps = src_fps
+    if clock is not None and clock > 0 and abs(src_fps - clock) > SAME_RATE * clock:
+        metadata["retimed_from_fps" if retimed else "file_fps"] = src_fps
+        out_fps = float(clock)
     if fps is not None and fps > 0 and abs(fps - src_fps) > 1e-6:
         idx = resample_indices(len(arr), src_fps, fps)
         arr = arr[idx]
