@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
              "| case | track | " + " | ".join(sizes) + " |", "|---|---|" + "---|" * len(sizes)]
     for case, track in keys:
         lines.append(f"| {case} | {track} | " + " | ".join(fmt(results[s].get((case, track))) for s in sizes) + " |")
-    lines += ["", "| size | failed rows | mean score (scored rows) | max abs difference to " + base + " | wall s | wall / "
-              + base + " |", "|---|---|---|---|---|---|"]
+    lines += ["", f"| size | failed rows | mean score (scored rows) | mean / max abs difference to {base} | rows within "
+              f"0.05 of {base} | wall s | wall / {base} |", "|---|---|---|---|---|---|---|"]
     summary = {}
     for s in sizes:
         vals = [v for v in results[s].values() if isinstance(v, float)]
@@ -131,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         diffs = [abs(v - b) for k, v in results[s].items()
                  if isinstance(v, float) and isinstance(b := results[base].get(k), float)]
         summary[s] = {"failed": failed, "mean": float(np.mean(vals)) if vals else None,
-                      "max_abs_diff": max(diffs) if diffs else None, "wall_s": walls[s], "wall_ratio": walls[s] / walls[base]}
-        lines.append(f"| {s} | {failed} | {fmt(summary[s]['mean'])} | {fmt(summary[s]['max_abs_diff'])} | "
+                      "mean_abs_diff": float(np.mean(diffs)) if diffs else None,
+                      "max_abs_diff": max(diffs) if diffs else None,
+                      "within_0.05": sum(1 for d in diffs if d <= 0.05), "compared": len(diffs),
+                      "wall_s": walls[s], "wall_ratio": walls[s] / walls[base]}
+        lines.append(f"| {s} | {failed} | {fmt(summary[s]['mean'])} | {fmt(summary[s]['mean_abs_diff'])} / "
+                     f"{fmt(summary[s]['max_abs_diff'])} | {summary[s]['within_0.05']} of {len(diffs)} | "
                      f"{walls[s]:.0f} | {walls[s] / walls[base]:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
