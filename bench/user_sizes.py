@@ -12,7 +12,9 @@ ratios, not the seconds).
 Sizes: ``exact`` (the case's resolution, lossless: the baseline every other set is compared with), ``case`` (the case's
 resolution at the CRF), ``xK`` (K times its sides, a cubic upscale), ``WxH`` (that size whatever the case's aspect
 ratio: stretched). Framings, at the case's size and lossless (a model that re-frames the case's scene; bilinear, the
-border repeated): ``shift:F`` (moved F of the width to the right), ``zoom:F`` (F times nearer about the centre). Session 65 (``records/user_sizes_s65.md``): before frames larger than the case were
+border repeated): ``shift:F`` (moved F of the width to the right), ``zoom:F`` (F times nearer about the centre).
+Frame rates, at the case's size and lossless: ``label:F`` (the case's frames, the file labelled F fps, as an exporter's
+default labels it), ``rate:K`` (a model at K times the case's rate: every frame K times, at K times its fps). Session 65 (``records/user_sizes_s65.md``): before frames larger than the case were
 resampled to it, the 832x480 set failed every row (a decode bomb to the budget) and the 4x set scored physics 0.67
 against 0.78 in 8.7x the time. ~3 min on ``smoke`` (2 CPU cores). With ``--record NAME`` the table goes to
 ``bench/records/NAME.{json,md}``.
@@ -76,7 +78,15 @@ def write_sets(out: Path, suite: str, sizes: list[str], crf: int) -> dict[str, P
             continue
         ref = model.generate(case)
         for s in todo:
-            if ":" in s:
+            kind, _, arg = s.partition(":")
+            if kind == "label":
+                write_video(folders[s] / f"{case.id}.mp4", ref.frames, float(arg), lossless=True)
+                continue
+            if kind == "rate":
+                k = int(arg)
+                write_video(folders[s] / f"{case.id}.mp4", np.repeat(ref.frames, k, axis=0), ref.fps * k, lossless=True)
+                continue
+            if kind in ("shift", "zoom"):
                 write_video(folders[s] / f"{case.id}.mp4", reframe(ref.frames, s), ref.fps, lossless=True)
                 continue
             h, w = target_size(s, ref.frames.shape[1:3])
