@@ -35,3 +35,9 @@ def gallery() -> ModuleType:
 def sweep() -> ModuleType:
     """``bench/physics_defect_sweep.py``."""
     return _load("physics_defect_sweep.py")
+
+
+@pytest.fixture(scope="module")
+def user_sizes() -> ModuleType:
+    """``bench/user_sizes.py``."""
+    return _load("user_sizes.py")
