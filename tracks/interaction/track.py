@@ -84,6 +84,7 @@ class InteractionTrack(Track):
         # the motion series action following measures ("video" / "reference" -> target -> series): identity
         # consistency reads the same agent track instead of tracking it again
         series: dict[str, dict[str, Any]] = {}
+        framing, ref = self._framing(frames, case, ref, details, series)
         with ctx.timed("action_following"):
             follow = self._following(frames, case, chunks, ref, spec, errors, details, series)
         metrics += follow
@@ -96,7 +97,7 @@ class InteractionTrack(Track):
             metrics += self._transitions(frames, chunks, ctx, spec, scorer, details)
 
         with ctx.timed("consistency"):
-            metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details, series)
+            metrics += self._consistency(frames, case, chunks, ref, spec, scorer, details, series, framing)
 
         still = _stillness(details)
         if still is None and response is not None:
@@ -154,6 +155,32 @@ class InteractionTrack(Track):
         return TrackOutput(metrics, score, coverage, artifacts, errors)
 
     # ------------------------------------------------------------------ parts
+    @staticmethod
+    def _framing(frames: np.ndarray, case: Case, ref: np.ndarray | None, details: dict[str, Any],
+                 series: dict[str, dict[str, Any]]) -> tuple[dict[str, Any] | None, np.ndarray | None]:
+        """How the video's picture sits against the reference's (:func:`tracks.interaction.framing.register`;
+        ``None``: as the case frames it, or no reference), and the reference to compare with. Where the picture
+        moved (v25), the reference is moved with it (:func:`~tracks.interaction.framing.warp_like`: its pictures,
+        its agent's speed in the video's framing) and the agent is searched for in its window moved likewise: both
+        agent series are measured here for action following and identity consistency to read."""
+        from tracks.interaction.actions import agent_start
+        from tracks.interaction.framing import reframe_appearance, register, warp_like
+        from tracks.interaction.motion import agent_motion
+
+        if ref is None or not len(frames):
+            return None, ref
+        framing = register(frames[0], ref[0])
+        if framing is None:
+            return None, ref
+        details["framing"] = framing
+        ref = warp_like(ref, framing)
+        app = agent_appearance(case) or agent_start(case)
+        if app is not None:
+            moved = reframe_appearance(app, framing)
+            series.setdefault("video", {})["agent"] = agent_motion(frames, moved)
+            series.setdefault("reference", {})["agent"] = agent_motion(ref, moved)
+        return framing, ref
+
     @staticmethod
     def _reference_frames(frames: np.ndarray, ctx: EvalContext, errors: list[str],
                           details: dict[str, Any]) -> np.ndarray | None:
@@ -253,7 +280,8 @@ class InteractionTrack(Track):
 
     def _consistency(self, frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], ref: np.ndarray | None,
                      spec: TrackSpec, scorer: Any, details: dict[str, Any],
-                     series: dict[str, dict[str, Any]] | None = None) -> list[MetricValue]:
+                     series: dict[str, dict[str, Any]] | None = None,
+                     framing: dict[str, Any] | None = None) -> list[MetricValue]:
         from tracks.interaction.consistency import calibrate_identity, text_alignment
 
         out = []
@@ -269,8 +297,8 @@ class InteractionTrack(Track):
             out.append(spec["identity_consistency"].not_applicable("needs at least two chunks"))
             return out
         series = series or {}
-        ic = self._identity(frames, case, chunks, scorer, (series.get("video") or {}).get("agent"))
-        ic_ref = (self._identity(ref, case, chunks, scorer, (series.get("reference") or {}).get("agent"))
+        ic = self._identity(frames, case, chunks, scorer, (series.get("video") or {}).get("agent"), framing)
+        ic_ref = (self._identity(ref, case, chunks, scorer, (series.get("reference") or {}).get("agent"), framing)
                   if ref is not None else None)
         erased = next((x["erased"] for x in (ic, ic_ref) if x is not None and x.get("erased")), None)
         if erased is not None:
@@ -292,12 +320,14 @@ class InteractionTrack(Track):
 
     @staticmethod
     def _identity(frames: np.ndarray, case: Case, chunks: tuple[Chunk, ...], scorer: Any,
-                  agent: MotionSeries | None = None) -> dict[str, Any]:
+                  agent: MotionSeries | None = None, framing: dict[str, Any] | None = None) -> dict[str, Any]:
         """Similarity of each later chunk to the first: the agent, else every coloured object the case names, else the place.
 
         ``agent``: the agent's track of these frames where action following has measured it already
-        (:func:`~tracks.interaction.motion.agent_motion` of the case's agent appearance)."""
+        (:func:`~tracks.interaction.motion.agent_motion` of the case's agent appearance); ``framing``: how these
+        frames' picture sits against the reference's (:meth:`_framing`): the objects' boxes move with it."""
         from tracks.interaction.consistency import agent_identity_consistency, identity_consistency
+        from tracks.interaction.framing import reframe_appearance
         from tracks.interaction.motion import agent_motion
 
         targets = []
@@ -308,6 +338,8 @@ class InteractionTrack(Track):
             targets += [(str(o.get("name", i)), {"color": o["color"], "window": None, "box": o.get("box"),
                                                  "resolution": [case.height, case.width]})
                         for i, o in enumerate(case.physics.objects) if o.get("color")]
+        if framing is not None:
+            targets = [(name, reframe_appearance(app_, framing)) for name, app_ in targets]
         if not targets:
             return identity_consistency(frames, chunks, scorer)
         per = {}
