@@ -207,7 +207,8 @@ class _Worker:
                 found = [w for w in check_video_file(stored.resolve(), case) if w.kind != "missing"]
             else:
                 h, w = video.metadata.get("resized_from") or video.frames.shape[1:3]  # the size the model wrote
-                found = check_frames(case, str(stored or ""), video.num_frames, (int(h), int(w)), float(video.fps))
+                rate = video.metadata.get("retimed_from_fps") or video.metadata.get("file_fps") or video.fps  # its rate
+                found = check_frames(case, str(stored or ""), video.num_frames, (int(h), int(w)), float(rate))
         except Exception:  # noqa: BLE001 - advice only; never costs a row
             logger.debug("input check of %s s%d failed", case.id, seed, exc_info=True)
             return []

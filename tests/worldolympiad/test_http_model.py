@@ -194,3 +194,38 @@ def test_an_mp4_answer_is_decoded_like_an_npz_one(tmp_path):
     decoded, fps = decode_frames((tmp_path / "a.mp4").read_bytes(), "video/mp4")
     assert decoded.shape == frames.shape and fps == pytest.approx(8)
     assert np.abs(decoded.astype(int) - frames).mean() < 3
+
+
+class _OwnSizeAndRate(BaseHTTPRequestHandler):
+    """A model at its own size and rate: twice the case's side and frame rate over the case's duration (npz)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server names it
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        h, w = req["resolution"]
+        frames = wo_testlib.frames_for(req["id"], req["num_frames"], (h, w))
+        big = np.repeat(np.repeat(np.repeat(frames, 2, axis=0), 2, axis=1), 2, axis=2)  # each frame twice, 2x side
+        buf = io.BytesIO()
+        np.savez(buf, frames=big, fps=np.float64(2 * req["fps"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-npz")
+        self.end_headers()
+        self.wfile.write(buf.getvalue())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_server_at_its_own_size_and_rate_is_scored_on_the_case_frames(tmp_path):
+    """Session 65: a served video is read as a videos: file is, on the case's size and clock (the answer was cut at the
+    case's frame count before, so a server at twice the rate had half the case's duration read)."""
+    suite = wo_testlib.write_suite(tmp_path / "suite.json", [wo_testlib.case_dict("own", 8, (16, 16))])
+    for url in _serve(_OwnSizeAndRate):
+        assert _run(f"http:{url}", suite, tmp_path / "runs") == 0
+    [row] = _rows(tmp_path / "runs")
+    assert row["status"] == "ok", row
+    shape = next(m for m in row["metrics"] if m["name"] == "brightness")["details"]["shape"]
+    assert shape == [8, 16, 16, 3]
+    kinds = {w.split(":")[0] for w in row["warnings"]}
+    assert {"resized", "fps"} <= kinds, row["warnings"]
+    brightness = next(m["raw"] for m in row["metrics"] if m["name"] == "brightness")  # the case's own frames back
+    assert brightness == pytest.approx(float(wo_testlib.frames_for("own", 8, (16, 16)).mean()) / 255.0, abs=0.01)
