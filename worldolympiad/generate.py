@@ -114,30 +114,25 @@ def load_frames(path: str | Path, case: Case | None = None, *, max_frames: int |
     if missing:
         raise VideoError(f"{path}: no {' or '.join(map(repr, missing))} array (it has {sorted(arrays)}); write "
                          "frame files with `worldolympiad generate --format npz`")
-    from worldolympiad.video.io import SAME_RATE, case_timeline
+    from worldolympiad.video.io import case_timeline, fit_within, on_clock
 
     frames, fps = arrays["frames"], float(arrays["fps"])
     bounds = arrays.get("chunk_frames", np.zeros((0, 2), dtype=np.int64))
     if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3 or not len(frames):
         raise VideoError(f"{path}: frames must be uint8 [T, H, W, 3] with T > 0, got {frames.dtype} {frames.shape}")
-    metadata: dict[str, object] = {}
     wanted = case_timeline(fps, clock, max_frames)
-    if wanted is not None and len(frames) > wanted[-1]:
+    retimed = wanted is not None and len(frames) > wanted[-1]
+    if retimed:
         frames = frames[wanted]
-        metadata["retimed_from_fps"] = fps
         bounds = np.zeros((0, 2), dtype=np.int64)  # the file's chunk frames are not the case's: the case's chunks
     else:
         frames = frames[:max_frames] if max_frames is not None else frames
-        if clock is not None and clock > 0 and abs(fps - clock) > SAME_RATE * clock:
-            metadata["file_fps"] = fps
-    if metadata:
-        fps = float(clock or fps)
+    fps, timing = on_clock(fps, clock, retimed)
+    metadata: dict[str, object] = dict(timing)
     src = case.chunks if case is not None else ()
     chunks = tuple(Chunk(i, int(s), int(e), src[i].caption if i < len(src) else "",
                          src[i].action if i < len(src) else None) for i, (s, e) in enumerate(bounds))
     if max_size is not None and (frames.shape[1] > max_size[0] or frames.shape[2] > max_size[1]):
-        from worldolympiad.video.io import fit_within
-
         metadata["resized_from"] = [int(frames.shape[1]), int(frames.shape[2])]
         frames = np.stack([fit_within(f, max_size) for f in frames])
     return Video(frames=frames, fps=fps, chunks=chunks, source=str(path), metadata=metadata)

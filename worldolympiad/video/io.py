@@ -114,6 +114,15 @@ def case_timeline(src_fps: float, clock: float | None, num_frames: int | None) -
     return np.round(np.arange(num_frames) * src_fps / clock).astype(np.int64)
 
 
+def on_clock(src_fps: float, clock: float | None, retimed: bool) -> tuple[float, dict[str, float]]:
+    """The frame rate a video is scored at and what it says of its file: ``clock`` (the case's rate) where the file's
+    ``src_fps`` differs from it by more than :data:`SAME_RATE` (``retimed_from_fps`` when :func:`case_timeline`'s
+    frames were taken, else ``file_fps``), else the file's own rate and nothing."""
+    if clock is None or clock <= 0 or abs(src_fps - clock) <= SAME_RATE * clock:
+        return src_fps, {}
+    return float(clock), {"retimed_from_fps" if retimed else "file_fps": src_fps}
+
+
 def _decode_plan(src_fps: float, clock: float | None, max_frames: int | None,
                  max_pixels: int | None) -> tuple[set[int] | None, int | None, int | None]:
     """Which decoded frames to keep (``None``: all), after how many to stop, and the source pixel budget: a file
@@ -275,10 +284,8 @@ def read_video(
         metadata["decode_warning"] = decode_error
     if (h, w) != tuple(src_hw):
         metadata["resized_from"] = [int(src_hw[0]), int(src_hw[1])]
-    out_fps = src_fps
-    if clock is not None and clock > 0 and abs(src_fps - clock) > SAME_RATE * clock:
-        metadata["retimed_from_fps" if retimed else "file_fps"] = src_fps
-        out_fps = float(clock)
+    out_fps, timing = on_clock(src_fps, clock, retimed)
+    metadata.update(timing)
     if fps is not None and fps > 0 and abs(fps - src_fps) > 1e-6:
         idx = resample_indices(len(arr), src_fps, fps)
         arr = arr[idx]
